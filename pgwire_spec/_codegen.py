@@ -1,0 +1,597 @@
+"""Specialised codecs generated from the construct grammar.
+
+construct interprets a layout node by node (~9k Insert messages/s here); this module walks
+the same layout objects once, at import, and emits straight-line Python that uses
+precompiled ``struct.Struct`` objects and slices: the layouts stay the single source, and
+``tests/test_codegen.py`` proves the generated codec equal to construct's own parse and
+build on generated data (hypothesis).
+
+Three functions are generated per layout:
+
+``decode(data, in_stream, abort_tail)``
+    the fast path; any failure raises whatever Python raises (struct.error, IndexError, …).
+``explain(data, in_stream, abort_tail, tr)``
+    the same walk, reporting each field's path and offset to ``tr`` first; run only after
+    the fast path failed, to turn the failure into a precise :class:`DecodeError`.
+``encode(msg)``
+    the message object to bytes; the xid prefix and other optional fields are written
+    exactly when they are not None.
+
+The generator knows the grammar's primitives by identity (:mod:`pgwire_spec._primitives`)
+and construct's composite nodes by class; a node it does not know is a programming error
+reported at import time.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from construct import (
+    Array,
+    Const,
+    FormatField,
+    IfThenElse,
+    FocusedSeq,
+    Pass,
+    Rebuild,
+    Renamed,
+    Select,
+    Struct,
+)
+
+from . import _primitives as P
+from .errors import DecodeError, EncodeError
+
+__all__ = ["Codec", "generate", "Tracer", "Fail"]
+
+
+class Fail(Exception):
+    """Raised by generated code for a semantic violation: (rule, expected, found)."""
+
+    def __init__(self, rule: str, expected: str, found: str) -> None:
+        super().__init__(rule, expected, found)
+        self.rule, self.expected, self.found = rule, expected, found
+
+
+class Tracer:
+    """Receives (field path, offset, expectation) from an ``explain`` run."""
+
+    __slots__ = ("field", "offset", "expected")
+
+    def __init__(self) -> None:
+        self.field = ""
+        self.offset = 0
+        self.expected = ""
+
+    def __call__(self, field: str, offset: int, expected: str) -> None:
+        self.field, self.offset, self.expected = field, offset, expected
+
+
+@dataclass
+class Codec:
+    """The generated functions of one layout, and the source they were made from."""
+
+    name: str
+    cls: type
+    decode: Callable[..., Any]
+    explain: Callable[..., Any]
+    encode: Callable[[Any], bytes]
+    source: str = field(repr=False)
+    fields: list[str] = field(default_factory=list)
+
+
+_FMT_NAMES = {
+    "B": "Int8",
+    "b": "Int8",
+    "H": "UInt16",
+    "h": "Int16",
+    "I": "UInt32",
+    "i": "Int32",
+    "L": "UInt32",
+    "l": "Int32",
+    "Q": "UInt64",
+    "q": "Int64",
+}
+
+
+def _fmt(node: FormatField) -> str:
+    fmt = node.fmtstr
+    if fmt[0] not in "<>=!":
+        raise TypeError(f"format without byte order: {fmt!r}")
+    if fmt[0] != ">":
+        raise TypeError(f"only big-endian formats are used by the protocol, got {fmt!r}")
+    return fmt[1:]
+
+
+def _size(fmt: str) -> int:
+    return struct.calcsize(">" + fmt)
+
+
+def _cond(expr: Any) -> str:
+    """A construct ``this`` expression as Python over the generated locals."""
+    text = repr(expr)
+    text = re.sub(r"this\['_params'\]\['(\w+)'\]", r"\1", text)
+    text = re.sub(r"this\['(\w+)'\]", r"f_\1", text)
+    text = text.replace("!= None", "is not None").replace("== None", "is None")
+    text = text.replace("len_(", "len(")
+    if "this" in text:
+        raise TypeError(f"unsupported construct expression: {expr!r}")
+    return text
+
+
+class _Gen:
+    def __init__(self, nested: dict[int, type], consts: dict[str, Any]) -> None:
+        self.nested = nested
+        self.consts = consts
+        self.lines: list[str] = []
+        self.counter = 0
+        self.trace = False
+
+    # -- helpers -------------------------------------------------------------------------
+    def const(self, prefix: str, value: Any) -> str:
+        for k, v in self.consts.items():
+            if k.startswith(prefix) and v is value:
+                return k
+        name = f"{prefix}{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def struct_obj(self, fmt: str) -> str:
+        key = "_S_" + fmt
+        if key not in self.consts:
+            self.consts[key] = struct.Struct(">" + fmt)
+        return key
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def tr(self, indent: int, path: str, expected: str) -> None:
+        if self.trace:
+            self.emit(indent, f"tr({path}, p, {expected!r})")
+
+    # -- decode --------------------------------------------------------------------------
+    def dec_struct(
+        self, st: Struct, indent: int, path: str, out: list[str], scope: str = "f_"
+    ) -> None:
+        """Emit the fields of *st*; append the names of dataclass fields to *out*.
+
+        Field ``x`` is read into the local ``{scope}x``; nested structs get their own scope.
+        """
+        subs = list(st.subcons)
+        i = 0
+        while i < len(subs):
+            node = subs[i]
+            # Runs of plain integers are read with one struct call (not when tracing).
+            if not self.trace and isinstance(node, Renamed) and isinstance(node.subcon, FormatField):
+                run = []
+                while (
+                    i < len(subs)
+                    and isinstance(subs[i], Renamed)
+                    and isinstance(subs[i].subcon, FormatField)
+                ):
+                    run.append(subs[i])
+                    i += 1
+                fmt = "".join(_fmt(r.subcon) for r in run)
+                names = ", ".join(f"{scope}{r.name}" for r in run)
+                comma = "," if len(run) == 1 else ""
+                self.emit(indent, f"{names}{comma} = {self.struct_obj(fmt)}.unpack_from(data, p)")
+                self.emit(indent, f"p += {_size(fmt)}")
+                out.extend(r.name for r in run)
+                continue
+            self.dec_field(node, indent, path, out, scope)
+            i += 1
+
+    def dec_field(
+        self, node: Any, indent: int, path: str, out: list[str], scope: str = "f_"
+    ) -> None:
+        if not isinstance(node, Renamed):
+            raise TypeError(f"unnamed field in layout: {node!r}")
+        name, sub = node.name, node.subcon
+        fpath = f"{path} + '.{name}'" if path else repr(name)
+        local = f"{scope}{name}"
+        if isinstance(sub, Const):
+            self.dec_const(sub.value, indent, fpath)
+            return
+        if isinstance(sub, Rebuild):
+            self.dec_value(sub.subcon, local, indent, fpath)
+            return
+        if isinstance(sub, IfThenElse):
+            if sub.elsesubcon is not Pass:
+                raise TypeError(f"If with an else branch: {node!r}")
+            self.emit(indent, f"if {_cond(sub.condfunc)}:")
+            self.dec_value(sub.thensubcon, local, indent + 1, fpath)
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{local} = None")
+            out.append(name)
+            return
+        self.dec_value(sub, local, indent, fpath)
+        out.append(name)
+
+    def dec_const(self, value: bytes, indent: int, fpath: str) -> None:
+        self.tr(indent, fpath, f"Byte1({value.decode('latin-1')!r})")
+        n = len(value)
+        self.emit(indent, f"if data[p:p + {n}] != {value!r}:")
+        self.emit(
+            indent + 1,
+            f"raise Fail('unexpected-byte' if len(data) >= p + {n} else 'truncated', "
+            f"{value.decode('latin-1')!r}, _found(data, p, {n}))",
+        )
+        self.emit(indent, f"p += {n}")
+
+    def dec_value(self, sub: Any, local: str, indent: int, fpath: str) -> None:
+        e = self.emit
+        if isinstance(sub, FormatField):
+            fmt = _fmt(sub)
+            self.tr(indent, fpath, f"{_FMT_NAMES[fmt]} ({_size(fmt)} bytes)")
+            e(indent, f"{local}, = {self.struct_obj(fmt)}.unpack_from(data, p)")
+            e(indent, f"p += {_size(fmt)}")
+        elif sub is P.String:
+            self.tr(indent, fpath, "String (NUL-terminated)")
+            e(indent, "q = data.find(0, p)")
+            e(indent, "if q < 0:")
+            e(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
+                          "f'{len(data) - p} bytes with no NUL')")
+            e(indent, f"{local} = data[p:q].decode('utf-8', 'surrogateescape')")
+            e(indent, "p = q + 1")
+        elif sub is P.Char:
+            self.tr(indent, fpath, "Byte1")
+            e(indent, f"{local} = chr(data[p])")
+            e(indent, "p += 1")
+        elif sub is P.Bool8:
+            self.tr(indent, fpath, "Int8 0 or 1")
+            e(indent, "v = data[p]")
+            e(indent, "if v > 1:")
+            e(indent + 1, "raise Fail('invalid-value', '0 or 1', str(v))")
+            e(indent, f"{local} = v == 1")
+            e(indent, "p += 1")
+        elif sub is P.Byten32:
+            self.dec_byten(local, indent, fpath, text=False)
+        elif sub is P.RestBytes:
+            e(indent, f"{local} = data[p:]")
+            e(indent, "p = len(data)")
+        elif self._is_tuple_data(sub):
+            self.dec_tuple(local, indent, fpath)
+        elif isinstance(sub, Select) and self._is_optional_char(sub):
+            choices = list(sub.subcons[0].valids)
+            codes = tuple(ord(c) for c in choices)
+            self.tr(indent, fpath, f"optional Byte1 in {choices}")
+            e(indent, f"if p < len(data) and data[p] in {codes!r}:")
+            e(indent + 1, f"{local} = chr(data[p])")
+            e(indent + 1, "p += 1")
+            e(indent, "else:")
+            e(indent + 1, f"{local} = None")
+        elif isinstance(sub, P.CharIn):
+            choices = list(sub.valids)
+            self.tr(indent, fpath, f"Byte1 in {choices}")
+            e(indent, f"{local} = chr(data[p])")
+            e(indent, f"if {local} not in {tuple(choices)!r}:")
+            e(indent + 1, f"raise Fail('unexpected-byte', 'one of {''.join(choices)}', repr({local}))")
+            e(indent, "p += 1")
+        elif isinstance(sub, Array):
+            self.dec_array(sub, local, indent, fpath)
+        elif self._is_prefixed_array(sub):
+            count, items = sub.subcons
+            self.dec_value(count.subcon.subcon, "f_count", indent, fpath + " + '.count'")
+            # the Array's count expression is this['count'], read into f_count just above
+            self.dec_array(items.subcon, local, indent, fpath)
+        else:
+            raise TypeError(f"the code generator does not know {sub!r}")
+
+    @staticmethod
+    def _is_prefixed_array(sub: Any) -> bool:
+        """construct's PrefixedArray: FocusedSeq(count / Rebuild(int), items / Array(this.count))."""
+        return (
+            isinstance(sub, FocusedSeq)
+            and len(sub.subcons) == 2
+            and isinstance(sub.subcons[0].subcon, Rebuild)
+            and isinstance(sub.subcons[0].subcon.subcon, FormatField)
+            and isinstance(sub.subcons[1].subcon, Array)
+        )
+
+    def _is_tuple_data(self, sub: Any) -> bool:
+        from .pgoutput.grammar import TupleData
+
+        return sub is TupleData
+
+    def _is_optional_char(self, sub: Select) -> bool:
+        return (
+            len(sub.subcons) == 2
+            and isinstance(sub.subcons[0], P.CharIn)
+            and sub.subcons[1] is Pass
+        )
+
+    def dec_byten(self, local: str, indent: int, fpath: str, *, text: bool) -> None:
+        e = self.emit
+        self.tr(indent, fpath + " + '.length'", "Int32 length")
+        e(indent, "ln, = _I32.unpack_from(data, p)")
+        e(indent, "p += 4")
+        e(indent, "if ln < 0 or p + ln > len(data):")
+        e(indent + 1, "raise Fail('length-out-of-range', "
+                      "f'a length from 0 to {len(data) - p}', str(ln))")
+        if text:
+            e(indent, f"{local} = data[p:p + ln].decode('utf-8', 'surrogateescape')")
+        else:
+            e(indent, f"{local} = data[p:p + ln]")
+        e(indent, "p += ln")
+
+    def dec_tuple(self, local: str, indent: int, fpath: str) -> None:
+        e = self.emit
+        self.tr(indent, fpath + " + '.count'", "Int16 number of columns")
+        e(indent, "cnt, = _U16.unpack_from(data, p)")
+        e(indent, "p += 2")
+        e(indent, "vals = []")
+        e(indent, "app = vals.append")
+        e(indent, "for ci in range(cnt):")
+        i2 = indent + 1
+        cpath = fpath + " + f'[{ci}]'"
+        self.tr(i2, cpath + " + '.kind'", "Byte1 n, u, t or b")
+        e(i2, "k = data[p]")
+        e(i2, "p += 1")
+        e(i2, "if k == 116:")  # 't'
+        self.dec_byten("v", i2 + 1, cpath, text=True)
+        e(i2 + 1, "app(v)")
+        e(i2, "elif k == 110:")  # 'n'
+        e(i2 + 1, "app(None)")
+        e(i2, "elif k == 98:")  # 'b'
+        self.dec_byten("v", i2 + 1, cpath, text=False)
+        e(i2 + 1, "app(v)")
+        e(i2, "elif k == 117:")  # 'u'
+        e(i2 + 1, "app(UNCHANGED)")
+        e(i2, "else:")
+        e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
+        e(indent, f"{local} = tuple(vals)")
+
+    def dec_array(self, sub: Array, local: str, indent: int, fpath: str) -> None:
+        e = self.emit
+        count = sub.count
+        if isinstance(count, int):
+            cexpr = str(count)
+        elif callable(count) and not isinstance(count, FormatField):
+            # PrefixedArray is FocusedSeq(count / lengthfield, items / Array(this.count))
+            cexpr = _cond(count)
+        else:
+            raise TypeError(f"array count not understood: {count!r}")
+        item = sub.subcon
+        tag = self.counter = self.counter + 1
+        arr = f"a{tag}"
+        e(indent, f"{arr} = []")
+        e(indent, f"for i{tag} in range({cexpr}):")
+        ipath = fpath + f" + f'[{{i{tag}}}]'"
+        if isinstance(item, FormatField):
+            self.dec_value(item, "v", indent + 1, ipath)
+            e(indent + 1, f"{arr}.append(v)")
+        elif isinstance(item, Struct):
+            cls = self.nested[id(item)]
+            names: list[str] = []
+            scope = f"g{tag}_"
+            self.dec_struct(item, indent + 1, ipath, names, scope)
+            args = ", ".join(f"{scope}{n}" for n in names)
+            e(indent + 1, f"{arr}.append({self.const('_C_', cls)}({args}))")
+        else:
+            raise TypeError(f"array item not understood: {item!r}")
+        e(indent, f"{local} = tuple({arr})")
+
+    # -- encode --------------------------------------------------------------------------
+    def enc_struct(self, st: Struct, indent: int, obj: str) -> None:
+        subs = list(st.subcons)
+        i = 0
+        while i < len(subs):
+            node = subs[i]
+            if isinstance(node, Renamed) and isinstance(node.subcon, FormatField):
+                run = []
+                while (
+                    i < len(subs)
+                    and isinstance(subs[i], Renamed)
+                    and isinstance(subs[i].subcon, FormatField)
+                ):
+                    run.append(subs[i])
+                    i += 1
+                fmt = "".join(_fmt(r.subcon) for r in run)
+                args = ", ".join(f"{obj}.{r.name}" for r in run)
+                self.emit(indent, f"out.append({self.struct_obj(fmt)}.pack({args}))")
+                continue
+            self.enc_field(node, indent, obj)
+            i += 1
+
+    def enc_field(self, node: Renamed, indent: int, obj: str) -> None:
+        name, sub = node.name, node.subcon
+        value = f"{obj}.{name}"
+        if isinstance(sub, Const):
+            self.emit(indent, f"out.append({sub.value!r})")
+        elif isinstance(sub, Rebuild):
+            target = _cond(sub.func).replace("f_", f"{obj}.")
+            self.emit(indent, f"out.append({self.struct_obj(_fmt(sub.subcon))}.pack({target}))")
+        elif isinstance(sub, IfThenElse):
+            cond = _cond(sub.condfunc)
+            if cond.startswith("f_"):
+                # Present exactly when the field it depends on is present.
+                dep = cond.replace("f_", f"{obj}.")
+                self.emit(indent, f"if ({dep}) != ({value} is not None):")
+                self.emit(indent + 1, f"raise EncodeError('{name} must be given exactly when "
+                                      f"{cond[2:]} is')")
+            self.emit(indent, f"if {value} is not None:")
+            self.enc_value(sub.thensubcon, value, indent + 1)
+        else:
+            self.enc_value(sub, value, indent)
+
+    def enc_value(self, sub: Any, value: str, indent: int) -> None:
+        e = self.emit
+        if isinstance(sub, FormatField):
+            e(indent, f"out.append({self.struct_obj(_fmt(sub))}.pack({value}))")
+        elif sub is P.String:
+            e(indent, f"out.append(_str(({value})))")
+        elif sub is P.Char or (isinstance(sub, P.CharIn)):
+            e(indent, f"out.append(_char({value}))")
+        elif isinstance(sub, Select) and self._is_optional_char(sub):
+            e(indent, f"if {value} is not None:")
+            e(indent + 1, f"out.append(_char({value}))")
+        elif sub is P.Bool8:
+            e(indent, f"out.append(b'\\x01' if {value} else b'\\x00')")
+        elif sub is P.Byten32:
+            e(indent, f"v = bytes({value})")
+            e(indent, "out.append(_I32.pack(len(v)))")
+            e(indent, "out.append(v)")
+        elif sub is P.RestBytes:
+            e(indent, f"out.append(bytes({value}))")
+        elif self._is_tuple_data(sub):
+            e(indent, f"_tuple(out, {value})")
+        elif self._is_prefixed_array(sub):
+            count, items = sub.subcons
+            e(indent, f"out.append({self.struct_obj(_fmt(count.subcon.subcon))}.pack(len({value})))")
+            self.enc_value(items.subcon, value, indent)
+        elif isinstance(sub, Array):
+            item = sub.subcon
+            tag = self.counter = self.counter + 1
+            e(indent, f"for x{tag} in {value}:")
+            if isinstance(item, FormatField):
+                e(indent + 1, f"out.append({self.struct_obj(_fmt(item))}.pack(x{tag}))")
+            else:
+                self.enc_struct(item, indent + 1, f"x{tag}")
+        else:
+            raise TypeError(f"the code generator does not know {sub!r}")
+
+
+def _found(data: bytes, p: int, n: int) -> str:
+    chunk = data[p:p + n]
+    if len(chunk) < n:
+        return f"{len(data) - p} byte(s) left"
+    return repr(chunk.decode("latin-1"))
+
+
+def _byte(k: int) -> str:
+    return f"0x{k:02x} ({chr(k)!r})"
+
+
+def _str(value: str) -> bytes:
+    raw = value.encode(P.ENCODING, P.ERRORS)
+    if b"\x00" in raw:
+        raise EncodeError(f"a String cannot contain NUL: {value!r}")
+    return raw + b"\x00"
+
+
+def _char(value: str) -> bytes:
+    if not isinstance(value, str) or len(value) != 1:
+        raise EncodeError(f"expected a one-character str, found {value!r}")
+    return value.encode("latin-1")
+
+
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+
+
+def _tuple(out: list[bytes], values: Any) -> None:
+    append = out.append
+    append(_U16.pack(len(values)))
+    for v in values:
+        if v is None:
+            append(b"n")
+        elif isinstance(v, str):
+            raw = v.encode(P.ENCODING, P.ERRORS)
+            append(b"t" + _I32.pack(len(raw)))
+            append(raw)
+        elif v is P.UNCHANGED:
+            append(b"u")
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            raw = bytes(v)
+            append(b"b" + _I32.pack(len(raw)))
+            append(raw)
+        else:
+            raise EncodeError(
+                f"a column value must be str, bytes, None or UNCHANGED, found {type(v).__name__}"
+            )
+
+
+def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | None = None) -> Codec:
+    """Generate the codec of *layout*, producing instances of *cls*."""
+    nested = nested or {}
+    ns: dict[str, Any] = {
+        "Fail": Fail,
+        "EncodeError": EncodeError,
+        "UNCHANGED": P.UNCHANGED,
+        "_I32": _I32,
+        "_U16": _U16,
+        "_found": _found,
+        "_byte": _byte,
+        "_str": _str,
+        "_char": _char,
+        "_tuple": _tuple,
+        "_new": object.__new__,
+    }
+    consts: dict[str, Any] = {}
+    sources = []
+    fields: list[str] = []
+    for trace in (False, True):
+        g = _Gen(nested, consts)
+        g.trace = trace
+        fn = "explain" if trace else "decode"
+        sig = "data, in_stream, abort_tail, tr" if trace else "data, in_stream, abort_tail"
+        g.emit(0, f"def {fn}({sig}):")
+        g.emit(1, "p = 0")
+        names: list[str] = []
+        g.dec_struct(layout, 1, "", names)
+        g.emit(1, "if p != len(data):")
+        if trace:
+            g.emit(2, "tr('', p, 'end of message')")
+        g.emit(2, "raise Fail('trailing-bytes', 'end of message', "
+                  "f'{len(data) - p} more byte(s)')")
+        # Build the instance through the slot descriptors: cheaper than the frozen
+        # dataclass __init__ on the hot path.
+        cname = g.const("_C_", cls)
+        g.emit(1, f"m = _new({cname})")
+        for n in names:
+            setter = g.const("_set_", getattr(cls, n).__set__)
+            g.emit(1, f"{setter}(m, f_{n})")
+        g.emit(1, "return m")
+        fields = names
+        sources.append("\n".join(g.lines))
+    g = _Gen(nested, consts)
+    g.emit(0, "def encode(m):")
+    g.emit(1, "out = []")
+    g.enc_struct(layout, 1, "m")
+    g.emit(1, "return b''.join(out)")
+    sources.append("\n".join(g.lines))
+    ns.update(consts)
+    source = "\n\n".join(sources)
+    exec(compile(source, f"<pgwire_spec codec {name}>", "exec"), ns)
+    return Codec(name, cls, ns["decode"], ns["explain"], ns["encode"], source, fields)
+
+
+def explain_failure(
+    codec: Codec, data: bytes, in_stream: bool, abort_tail: bool, exc: BaseException
+) -> DecodeError:
+    """Re-run *data* through the tracing decoder and describe the failure precisely."""
+    tr = Tracer()
+    try:
+        codec.explain(data, in_stream, abort_tail, tr)
+    except Fail as f:
+        return DecodeError(
+            f.rule, expected=f.expected, found=f.found, offset=tr.offset,
+            field=f"{codec.name}.{tr.field}".rstrip("."), tag=_tag_of(data),
+        )
+    except (struct.error, IndexError):
+        left = max(len(data) - tr.offset, 0)
+        return DecodeError(
+            "truncated", expected=tr.expected or "more bytes",
+            found=f"{left} byte(s) left" if left else "end of message",
+            offset=tr.offset, field=f"{codec.name}.{tr.field}".rstrip("."), tag=_tag_of(data),
+        )
+    except Exception as other:  # pragma: no cover - a generator bug, reported as such
+        return DecodeError(
+            "internal", expected="a decodable message", found=f"{type(other).__name__}: {other}",
+            offset=tr.offset, field=f"{codec.name}.{tr.field}", tag=_tag_of(data),
+        )
+    # The tracing decoder accepted what the fast one refused: a generator bug.
+    return DecodeError(
+        "internal", expected="fast and tracing decoders to agree",
+        found=f"{type(exc).__name__}: {exc}", offset=0, field=codec.name, tag=_tag_of(data),
+    )
+
+
+def _tag_of(data: bytes) -> str | None:
+    return chr(data[0]) if data else None
+
+

@@ -1,0 +1,140 @@
+"""The protocol's field types as construct objects, named as the docs name them.
+
+Every grammar module builds its layouts from these, and the code generator
+(:mod:`pgwire_spec._codegen`) knows each of them by identity, so a layout written with
+them compiles to a fast specialised codec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import (
+    Adapter,
+    Bytes,
+    GreedyBytes,
+    Int8ub,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    Int64ub,
+    NullTerminated,
+    Prefixed,
+    ValidationError,
+    Validator,
+)
+
+__all__ = [
+    "Int8",
+    "Int16",
+    "UInt16",
+    "Int32",
+    "UInt32",
+    "Int64",
+    "Oid",
+    "TransactionId",
+    "XLogRecPtr",
+    "TimestampTz",
+    "Char",
+    "CharIn",
+    "Bool8",
+    "String",
+    "Byten32",
+    "RestBytes",
+    "UNCHANGED",
+    "Unchanged",
+    "ENCODING",
+    "ERRORS",
+]
+
+#: Text is carried in the connection's client_encoding; we decode UTF-8 and keep any other
+#: byte through surrogateescape, so every input re-encodes to the same bytes.
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"
+
+Int8 = Int8ub
+Int16 = Int16sb
+UInt16 = Int16ub
+Int32 = Int32sb
+UInt32 = Int32ub
+Int64 = Int64sb
+Oid = Int32ub
+TransactionId = Int32ub
+XLogRecPtr = Int64ub
+TimestampTz = Int64sb
+
+
+class Unchanged:
+    """The value of an unchanged TOASTed column (TupleData kind ``'u'``): not sent."""
+
+    __slots__ = ()
+    _instance: Unchanged | None = None
+
+    def __new__(cls) -> Unchanged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+    def __reduce__(self) -> str:
+        return "UNCHANGED"
+
+
+#: The single instance of :class:`Unchanged`.
+UNCHANGED = Unchanged()
+
+
+class _Char(Adapter):  # type: ignore[misc]
+    """Byte1 read as a one-character str (``'K'``, ``'d'``); latin-1 so any byte round-trips."""
+
+    def _decode(self, obj: bytes, context: Any, path: str) -> str:
+        return obj.decode("latin-1")
+
+    def _encode(self, obj: str, context: Any, path: str) -> bytes:
+        return obj.encode("latin-1")
+
+
+class _Bool8(Adapter):  # type: ignore[misc]
+    """Int8 that the server only ever writes as 0 or 1."""
+
+    def _decode(self, obj: int, context: Any, path: str) -> bool:
+        if obj not in (0, 1):
+            raise ValidationError(f"expected 0 or 1, found {obj}", path=path)
+        return obj == 1
+
+    def _encode(self, obj: bool, context: Any, path: str) -> int:
+        return 1 if obj else 0
+
+
+class _String(Adapter):  # type: ignore[misc]
+    """String: NUL-terminated, in the client encoding."""
+
+    def _decode(self, obj: bytes, context: Any, path: str) -> str:
+        return obj.decode(ENCODING, ERRORS)
+
+    def _encode(self, obj: str, context: Any, path: str) -> bytes:
+        return obj.encode(ENCODING, ERRORS)
+
+
+class CharIn(Validator):  # type: ignore[misc]
+    """Byte1 that must be one of the given characters (``CharIn("KO")``)."""
+
+    def __init__(self, valids: str) -> None:
+        super().__init__(Char)
+        self.valids = valids
+
+    def _validate(self, obj: str, context: Any, path: str) -> bool:
+        return obj in self.valids
+
+
+Char = _Char(Bytes(1))
+Bool8 = _Bool8(Int8ub)
+String = _String(NullTerminated(GreedyBytes))
+#: Int32 length followed by that many bytes (logical message content, column values).
+Byten32 = Prefixed(Int32sb, GreedyBytes)
+#: Everything up to the end of the message (XLogData's WAL data, CopyData's payload).
+RestBytes = GreedyBytes

@@ -1,0 +1,1 @@
+"""pgoutput: the logical replication message formats."""
