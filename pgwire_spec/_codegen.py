@@ -595,3 +595,80 @@ def _tag_of(data: bytes) -> str | None:
     return chr(data[0]) if data else None
 
 
+
+
+class Family:
+    """The generated codecs of a family of tagged layouts (pgoutput, replication payloads):
+    dispatch by the first byte, precise errors, and encoding by message class."""
+
+    def __init__(
+        self,
+        what: str,
+        layouts: dict[str, Struct],
+        classes: dict[str, type],
+        nested: dict[int, type] | None = None,
+    ) -> None:
+        self.what = what
+        self.codecs = {name: generate(name, lay, classes[name], nested) for name, lay in layouts.items()}
+        self.by_tag: dict[int, Codec] = {ord(c.cls.tag): c for c in self.codecs.values()}  # type: ignore[attr-defined]
+        self.decoders = {tag: c.decode for tag, c in self.by_tag.items()}
+        self.encoders = {c.cls: c.encode for c in self.codecs.values()}
+        self.layouts = layouts
+        self.known_tags = " ".join(sorted(chr(t) for t in self.by_tag))
+
+    def decode(self, data: bytes, in_stream: bool = False, abort_tail: bool = False) -> Any:
+        """Decode one message; any failure becomes a precise DecodeError."""
+        try:
+            return self.decoders[data[0]](data, in_stream, abort_tail)
+        except KeyError:
+            raise DecodeError(
+                "unknown-message-tag",
+                expected=f"a {self.what} tag ({self.known_tags})",
+                found=_byte(data[0]),
+                offset=0,
+                field="tag",
+                tag=chr(data[0]),
+            ) from None
+        except IndexError as exc:
+            if not data:
+                raise DecodeError(
+                    "truncated", expected=f"a {self.what} tag", found="an empty payload",
+                    offset=0, field="tag",
+                ) from None
+            raise explain_failure(self.by_tag[data[0]], data, in_stream, abort_tail, exc) from None
+        except (Fail, struct.error, ValueError, TypeError) as exc:
+            raise explain_failure(self.by_tag[data[0]], data, in_stream, abort_tail, exc) from None
+
+    def encode(self, message: Any) -> bytes:
+        """Encode a message object of this family."""
+        try:
+            fn = self.encoders[type(message)]
+        except KeyError:
+            raise EncodeError(f"not a {self.what}: {type(message).__name__}") from None
+        try:
+            return fn(message)  # type: ignore[no-any-return]
+        except EncodeError:
+            raise
+        except (struct.error, TypeError, AttributeError, UnicodeError, OverflowError) as exc:
+            raise EncodeError(
+                f"cannot encode {type(message).__name__}: {self._field_hint(message, exc)}"
+            ) from None
+
+    def _field_hint(self, message: Any, exc: BaseException) -> str:
+        """Name the field whose value does not fit its wire type."""
+        layout = self.layouts[type(message).__name__]
+        for sub in layout.subcons:
+            name = sub.name
+            if name is None or not hasattr(message, name):
+                continue
+            value = getattr(message, name)
+            target = sub.subcon
+            if isinstance(target, IfThenElse):
+                target = target.thensubcon
+            if value is None or not isinstance(target, FormatField):
+                continue
+            try:
+                struct.pack(target.fmtstr, value)
+            except (struct.error, TypeError) as bad:
+                return f"field {name}={value!r} does not fit {_FMT_NAMES[_fmt(target)]} ({bad})"
+        return f"{type(exc).__name__}: {exc}"

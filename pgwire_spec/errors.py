@@ -15,6 +15,7 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "CommandSyntaxError",
+    "OptionError",
 ]
 
 
@@ -110,3 +111,7 @@ class CommandSyntaxError(PgWireError, ValueError):
         self.position = position
         self.text = text
         super().__init__(f"syntax error at position {position}: expected {expected}, found {found}")
+
+
+class OptionError(PgWireError, ValueError):
+    """A protocol option set that no server accepts (e.g. streaming with protocol 1)."""

@@ -1,0 +1,252 @@
+"""The stable JSON form of every message (documented by ``spec/message.schema.json``).
+
+Used by the fixtures, the CLI and the conformance suite, so decoders in any language can
+compare their output with ours. The form is derived from the grammar: a field whose wire
+type is XLogRecPtr is an LSN in ``X/X`` text; bytes are lowercase hex; a tuple is a list of
+``{"kind": "t", "text": …}`` / ``{"kind": "b", "hex": …}`` / ``{"kind": "n"}`` /
+``{"kind": "u"}``; every object names its ``type`` (the class name) and its ``tag``.
+
+Text that is not valid UTF-8 (kept through surrogateescape) is given as ``{"hex": …}``
+in place of the string, so the JSON itself is always valid UTF-8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields as dc_fields
+from typing import Any
+
+from construct import Array, FocusedSeq, FormatField, IfThenElse, Rebuild, Renamed, Select
+
+from . import _primitives as P
+from .errors import DecodeError
+from .lsn import format_lsn, parse_lsn
+from .pgoutput import grammar as pg_grammar
+from .pgoutput import messages as pg_messages
+from .replication import grammar as repl_grammar
+from .replication import messages as repl_messages
+
+__all__ = ["to_json", "from_json", "register", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+
+# kind of a field: "lsn", "int", "str", "char", "bool", "bytes", "tuple", "ints", or a class
+_FIELDS: dict[type, list[tuple[str, Any]]] = {}
+_BY_NAME: dict[str, type] = {}
+
+
+def _kind(sub: Any, nested: dict[int, type]) -> Any:
+    if isinstance(sub, IfThenElse):
+        return _kind(sub.thensubcon, nested)
+    if isinstance(sub, Rebuild):
+        return None
+    if sub is P.XLogRecPtr:
+        return "lsn"
+    if isinstance(sub, FormatField):
+        return "int"
+    if sub is P.String:
+        return "str"
+    if sub is P.Char or isinstance(sub, P.CharIn):
+        return "char"
+    if isinstance(sub, Select):
+        return "char"
+    if sub is P.Bool8:
+        return "bool"
+    if sub is P.Byten32 or sub is P.RestBytes:
+        return "bytes"
+    if sub is pg_grammar.TupleData:
+        return "tuple"
+    if isinstance(sub, FocusedSeq):
+        return _kind(sub.subcons[1].subcon, nested)
+    if isinstance(sub, Array):
+        item = sub.subcon
+        if isinstance(item, FormatField):
+            return "ints"
+        return ("array", nested[id(item)], _layout_fields(item, nested))
+    raise TypeError(f"no JSON form for {sub!r}")
+
+
+def _layout_fields(layout: Any, nested: dict[int, type]) -> list[tuple[str, Any]]:
+    out = []
+    for sub in layout.subcons:
+        if not isinstance(sub, Renamed) or sub.name == "tag" or sub.name.endswith("_tag"):
+            continue
+        kind = _kind(sub.subcon, nested)
+        if kind is not None:
+            out.append((sub.name, kind))
+    return out
+
+
+def register(layouts: dict[str, Any], classes: dict[str, type], nested: dict[int, type] | None = None) -> None:
+    """Give the message classes of a grammar family their JSON form."""
+    for name, layout in layouts.items():
+        cls = classes[name]
+        _FIELDS[cls] = _layout_fields(layout, nested or {})
+        _BY_NAME[name] = cls
+
+
+def register_plain(cls: type, kinds: dict[str, Any]) -> None:
+    """Give a message class that has no construct layout a JSON form, field by field."""
+    _FIELDS[cls] = list(kinds.items())
+    _BY_NAME[cls.__name__] = cls
+
+
+register(
+    pg_grammar.LAYOUTS,
+    dict(pg_messages.MESSAGE_TYPES),
+    {id(pg_grammar.RelationColumn): pg_messages.RelationColumn},
+)
+register(repl_grammar.LAYOUTS, dict(repl_messages.MESSAGE_TYPES))
+
+
+def _text_out(value: str) -> Any:
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return {"hex": value.encode(P.ENCODING, P.ERRORS).hex()}
+
+
+def _text_in(value: Any) -> str:
+    if isinstance(value, dict):
+        return bytes.fromhex(value["hex"]).decode(P.ENCODING, P.ERRORS)
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, found {type(value).__name__}")
+    return value
+
+
+def _value_out(kind: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "lsn":
+        return format_lsn(value)
+    if kind in ("int", "bool", "char"):
+        return value
+    if kind == "str":
+        return _text_out(value)
+    if kind == "bytes":
+        return bytes(value).hex()
+    if kind == "ints":
+        return list(value)
+    if kind == "tuple":
+        out = []
+        for v in value:
+            if v is None:
+                out.append({"kind": "n"})
+            elif v is P.UNCHANGED:
+                out.append({"kind": "u"})
+            elif isinstance(v, str):
+                t = _text_out(v)
+                out.append({"kind": "t", "hex": t["hex"]} if isinstance(t, dict) else {"kind": "t", "text": t})
+            else:
+                out.append({"kind": "b", "hex": bytes(v).hex()})
+        return out
+    if isinstance(kind, tuple):
+        _, _cls, sub = kind
+        return [{n: _value_out(k, getattr(item, n)) for n, k in sub} for item in value]
+    if isinstance(kind, dict):  # plain classes: {"list": kind} or nested plain fields
+        return [_value_out(kind["list"], v) for v in value]
+    raise TypeError(kind)
+
+
+def _value_in(kind: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "lsn":
+        return parse_lsn(value)
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"expected an integer, found {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, found {value!r}")
+        return value
+    if kind == "char":
+        if not isinstance(value, str) or len(value) != 1:
+            raise TypeError(f"expected a one-character string, found {value!r}")
+        return value
+    if kind == "str":
+        return _text_in(value)
+    if kind == "bytes":
+        return bytes.fromhex(value)
+    if kind == "ints":
+        return tuple(_value_in("int", v) for v in value)
+    if kind == "tuple":
+        out: list[Any] = []
+        for col in value:
+            k = col["kind"]
+            if k == "n":
+                out.append(None)
+            elif k == "u":
+                out.append(P.UNCHANGED)
+            elif k == "t":
+                out.append(col["text"] if "text" in col else _text_in({"hex": col["hex"]}))
+            elif k == "b":
+                out.append(bytes.fromhex(col["hex"]))
+            else:
+                raise ValueError(f"expected tuple kind n, u, t or b, found {k!r}")
+        return tuple(out)
+    if isinstance(kind, tuple):
+        _, cls, sub = kind
+        return tuple(cls(**{n: _value_in(k, item[n]) for n, k in sub}) for item in value)
+    if isinstance(kind, dict):
+        return tuple(_value_in(kind["list"], v) for v in value)
+    raise TypeError(kind)
+
+
+def to_json(message: Any) -> dict[str, Any]:
+    """The JSON form (a dict ready for ``json.dumps``) of a message object."""
+    cls = type(message)
+    try:
+        spec = _FIELDS[cls]
+    except KeyError:
+        raise TypeError(f"no JSON form for {cls.__name__}") from None
+    out: dict[str, Any] = {"type": cls.__name__}
+    tag = getattr(cls, "tag", None)
+    if tag is not None:
+        out["tag"] = tag
+    for name, kind in spec:
+        out[name] = _value_out(kind, getattr(message, name))
+    return out
+
+
+def from_json(obj: dict[str, Any]) -> Any:
+    """The message object of a JSON form. Raises DecodeError (rule ``invalid-json``) naming
+    the field that is wrong."""
+    if not isinstance(obj, dict):
+        raise DecodeError("invalid-json", expected="a JSON object", found=type(obj).__name__)
+    name = obj.get("type")
+    cls = _BY_NAME.get(name)  # type: ignore[arg-type]
+    if cls is None:
+        raise DecodeError(
+            "invalid-json", expected=f"type one of {sorted(_BY_NAME)}", found=repr(name), field="type"
+        )
+    values = {}
+    for field_name, kind in _FIELDS[cls]:
+        try:
+            raw = obj[field_name]
+        except KeyError:
+            names = {f.name for f in dc_fields(cls)}
+            if field_name in names and _has_default(cls, field_name):
+                continue
+            raise DecodeError(
+                "invalid-json", expected=f"field {field_name!r}", found="nothing",
+                field=f"{name}.{field_name}",
+            ) from None
+        try:
+            values[field_name] = _value_in(kind, raw)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise DecodeError(
+                "invalid-json", expected=f"a valid {field_name}", found=f"{raw!r} ({exc})",
+                field=f"{name}.{field_name}",
+            ) from None
+    return cls(**values)
+
+
+def _has_default(cls: type, name: str) -> bool:
+    from dataclasses import MISSING
+
+    for f in dc_fields(cls):
+        if f.name == name:
+            return f.default is not MISSING
+    return False

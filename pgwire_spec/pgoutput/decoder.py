@@ -1,0 +1,409 @@
+"""The reference pgoutput decoder: stateless ``decode_message`` and stateful ``PgOutputDecoder``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal, Union
+
+from ..errors import DecodeError, OptionError
+from . import _state
+from . import messages as m
+from ._codec import _DECODERS, decode_payload
+
+__all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming"]
+
+Streaming = Literal["off", "on", "parallel"]
+
+#: Messages that only exist from a protocol version on (docs: "available since protocol
+#: version N"), and the option that makes a server send them.
+_NEEDS: dict[str, tuple[int, str]] = {
+    "S": (2, "streaming"),
+    "E": (2, "streaming"),
+    "c": (2, "streaming"),
+    "A": (2, "streaming"),
+    "b": (3, "two_phase"),
+    "P": (3, "two_phase"),
+    "K": (3, "two_phase"),
+    "r": (3, "two_phase"),
+    "p": (3, "two_phase"),
+    "M": (1, "messages"),
+}
+
+_FLAG_ZERO = (m.Commit, m.StreamCommit, m.Prepare, m.CommitPrepared, m.RollbackPrepared,
+              m.StreamPrepare)
+
+
+def normalize_streaming(value: Union[str, bool, None]) -> Streaming:
+    """``True``/``"on"`` -> ``"on"``; ``False``/``None``/``"off"`` -> ``"off"``; ``"parallel"``."""
+    if value is True or value == "on" or value == "true":
+        return "on"
+    if value is False or value is None or value == "off" or value == "false":
+        return "off"
+    if value == "parallel":
+        return "parallel"
+    raise OptionError(f"streaming must be 'off', 'on' or 'parallel', found {value!r}")
+
+
+def _check_options(protocol_version: int, streaming: str, two_phase: bool) -> None:
+    if protocol_version not in (1, 2, 3, 4):
+        raise OptionError(f"protocol_version must be 1 to 4, found {protocol_version!r}")
+    if streaming == "on" and protocol_version < 2:
+        raise OptionError("streaming needs protocol_version >= 2")
+    if streaming == "parallel" and protocol_version < 4:
+        raise OptionError("streaming = parallel needs protocol_version >= 4")
+    if two_phase and protocol_version < 3:
+        raise OptionError("two_phase needs protocol_version >= 3")
+
+
+def decode_message(
+    payload: bytes,
+    *,
+    protocol_version: int = 1,
+    streaming: Union[str, bool] = "off",
+    in_stream: bool = False,
+) -> m.PgOutputMessage:
+    """Decode one pgoutput payload without sequence state.
+
+    ``in_stream`` says whether the message sits between Stream Start and Stream Stop (then
+    R Y I U D T M carry an xid prefix); ``streaming="parallel"`` makes Stream Abort carry its
+    abort LSN and time. Raises :class:`DecodeError` for anything that is not a message.
+    """
+    mode = normalize_streaming(streaming)
+    _check_options(protocol_version, mode, False)
+    if in_stream and protocol_version < 2:
+        raise OptionError("in_stream needs protocol_version >= 2")
+    return decode_payload(bytes(payload), in_stream, mode == "parallel")
+
+
+class PgOutputDecoder:
+    """Decode a sequence of pgoutput payloads, checking it as a server would produce it.
+
+    Tracks the streamed block (so the xid prefix is read exactly when present), the
+    relation cache (DML after its Relation, tuple arity equal to the relation's columns),
+    transaction nesting (Begin/Commit, Begin Prepare/Prepare, Stream Start/Stop/Commit/Abort
+    with interleaved xids) and the options negotiated with START_REPLICATION.
+
+    With ``strict=True`` a violation raises :class:`DecodeError` and leaves the decoder as it
+    was; with ``strict=False`` it is appended to :attr:`warnings` and decoding goes on.
+    Malformed bytes raise in both modes: there is no message to go on with.
+    """
+
+    def __init__(
+        self,
+        protocol_version: int = 1,
+        streaming: Union[str, bool] = "off",
+        two_phase: bool = False,
+        binary: bool = False,
+        messages: bool = False,
+        strict: bool = True,
+    ) -> None:
+        self.protocol_version = protocol_version
+        self.streaming: Streaming = normalize_streaming(streaming)
+        self.two_phase = bool(two_phase)
+        self.binary = bool(binary)
+        self.messages = bool(messages)
+        self.strict = bool(strict)
+        _check_options(protocol_version, self.streaming, self.two_phase)
+        self._abort_tail = self.streaming == "parallel"
+        #: Violations seen in non-strict mode (and erratum notes in both modes).
+        self.warnings: list[DecodeError] = []
+        #: The relation cache: Relation messages by relation OID.
+        self.relations: dict[int, m.Relation] = {}
+        #: Type messages by type OID.
+        self.types: dict[int, m.Type] = {}
+        self.state: str = _state.IDLE
+        #: Streamed transactions started and not yet committed, aborted or prepared.
+        self.open_streams: set[int] = set()
+        self._stream_xid: int | None = None
+        self._begin: m.Begin | m.BeginPrepare | None = None
+        self._index = 0
+        self._checks = {
+            "B": self._on_begin,
+            "b": self._on_begin,
+            "C": self._on_commit,
+            "P": self._on_prepare,
+            "R": self._on_relation,
+            "Y": self._on_type,
+            "I": self._on_dml,
+            "U": self._on_dml,
+            "D": self._on_dml,
+            "T": self._on_truncate,
+            "M": self._on_message,
+            "S": self._on_stream_start,
+            "E": self._on_stream_stop,
+            "c": self._on_stream_end,
+            "A": self._on_stream_abort,
+            "p": self._on_stream_end,
+        }
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments that make an equal decoder."""
+        return {
+            "protocol_version": self.protocol_version,
+            "streaming": self.streaming,
+            "two_phase": self.two_phase,
+            "binary": self.binary,
+            "messages": self.messages,
+            "strict": self.strict,
+        }
+
+    @property
+    def in_stream(self) -> bool:
+        """True between Stream Start and Stream Stop."""
+        return self.state == _state.STREAM
+
+    @property
+    def index(self) -> int:
+        """How many payloads this decoder has been given."""
+        return self._index
+
+    def _context(self) -> dict[str, Any]:
+        return {
+            "protocol_version": self.protocol_version,
+            "streaming": self.streaming,
+            "state": self.state,
+        }
+
+    # -- the public calls ------------------------------------------------------------------
+    def decode(self, payload: bytes) -> m.PgOutputMessage:
+        """Decode the next payload of the stream."""
+        index = self._index
+        self._index += 1
+        in_stream = self.state == _state.STREAM
+        try:
+            msg = _DECODERS[payload[0]](payload, in_stream, self._abort_tail)
+        except Exception:
+            try:
+                msg = decode_payload(bytes(payload), in_stream, self._abort_tail)
+            except DecodeError as err:
+                err.context.update(self._context())
+                raise err.with_index(index) from None
+        tag = msg.tag
+        nxt = _state.TRANSITIONS.get((self.state, tag))
+        if nxt is None:
+            self._violation(
+                "unexpected-message", f"one of {_state.EXPECTED[self.state]} in state {self.state}",
+                f"{type(msg).__name__} ({tag!r})", index, tag,
+            )
+        needs = _NEEDS.get(tag)
+        if needs is not None:
+            self._check_negotiated(msg, needs, index)
+        check = self._checks.get(tag)
+        if check is not None:
+            check(msg, index)
+        if nxt is not None:
+            self.state = nxt
+        return msg
+
+    def decode_all(self, payloads: Iterable[bytes]) -> Iterator[m.PgOutputMessage]:
+        """Decode every payload in order; then :meth:`finish`."""
+        for payload in payloads:
+            yield self.decode(payload)
+        self.finish()
+
+    def finish(self) -> None:
+        """The stream ended: report a transaction or streamed block left open."""
+        if self.state != _state.IDLE:
+            self._violation(
+                "unterminated-transaction", "the stream to end between transactions",
+                f"it ended in state {self.state}", self._index, None,
+            )
+        elif self.open_streams and self.strict:
+            # Streamed transactions may legitimately be committed after a restart; report
+            # them but never raise for them.
+            self.warnings.append(DecodeError(
+                "unterminated-stream", expected="every streamed xid committed or aborted",
+                found=f"open streamed xids {sorted(self.open_streams)}", index=self._index,
+                context=self._context(),
+            ))
+
+    # -- violations --------------------------------------------------------------------------
+    def _violation(
+        self, rule: str, expected: str, found: str, index: int, tag: str | None,
+        field: str | None = None,
+    ) -> None:
+        err = DecodeError(
+            rule, expected=expected, found=found, index=index, tag=tag, field=field,
+            context=self._context(),
+        )
+        if self.strict:
+            raise err
+        self.warnings.append(err)
+
+    def _check_negotiated(self, msg: m.PgOutputMessage, needs: tuple[int, str], index: int) -> None:
+        version, option = needs
+        enabled = getattr(self, option) not in (False, "off")
+        if msg.tag == "p":
+            enabled = enabled and self.streaming != "off"
+        if self.protocol_version >= version and enabled:
+            return
+        if msg.tag == "A" and self.streaming == "off":
+            # Erratum E-PG18-STRAY-STREAM-ABORT: PostgreSQL 18 may send a Stream Abort for a
+            # subtransaction to a client that never asked for streaming. Not an error.
+            self.warnings.append(DecodeError(
+                "stray-stream-abort", expected="no Stream Abort without streaming",
+                found="a Stream Abort (PostgreSQL 18 sends these)", index=index, tag="A",
+                context=self._context(),
+            ))
+            return
+        self._violation(
+            "message-not-negotiated",
+            f"{option} enabled and protocol_version >= {version}",
+            f"{type(msg).__name__} with {option}={getattr(self, option)!r}, "
+            f"protocol_version={self.protocol_version}",
+            index, msg.tag,
+        )
+
+    # -- per-message checks (run before the state changes) ------------------------------------
+    def _on_begin(self, msg: Any, index: int) -> None:
+        self._begin = msg
+
+    def _on_commit(self, msg: Any, index: int) -> None:
+        self._check_flags(msg, index)
+        begin = self._begin
+        if isinstance(begin, m.Begin) and begin.final_lsn != msg.commit_lsn:
+            self._violation(
+                "commit-lsn-mismatch", f"commit_lsn equal to Begin's final_lsn {begin.final_lsn}",
+                str(msg.commit_lsn), index, msg.tag, "Commit.commit_lsn",
+            )
+        self._begin = None
+
+    def _on_prepare(self, msg: Any, index: int) -> None:
+        self._check_flags(msg, index)
+        begin = self._begin
+        if isinstance(begin, m.BeginPrepare) and (
+            begin.prepare_lsn != msg.prepare_lsn or begin.gid != msg.gid or begin.xid != msg.xid
+        ):
+            self._violation(
+                "prepare-mismatch",
+                f"the Begin Prepare's prepare_lsn/xid/gid {begin.prepare_lsn}/{begin.xid}/{begin.gid!r}",
+                f"{msg.prepare_lsn}/{msg.xid}/{msg.gid!r}", index, msg.tag,
+            )
+        self._begin = None
+
+    def _on_relation(self, msg: Any, index: int) -> None:
+        # Relations are re-sent, identical or changed, after cache invalidations: replace.
+        self.relations[msg.relation_id] = msg
+
+    def _on_type(self, msg: Any, index: int) -> None:
+        self.types[msg.type_oid] = msg
+
+    def _relation(self, msg: Any, index: int) -> m.Relation | None:
+        rel = self.relations.get(msg.relation_id)
+        if rel is None:
+            self._violation(
+                "unknown-relation", "a Relation message for this OID earlier in the stream",
+                f"relation_id {msg.relation_id} never described", index, msg.tag,
+                f"{type(msg).__name__}.relation_id",
+            )
+        return rel
+
+    def _on_dml(self, msg: Any, index: int) -> None:
+        rel = self._relation(msg, index)
+        name = type(msg).__name__
+        tuples = []
+        if isinstance(msg, m.Insert):
+            tuples.append(("new_tuple", msg.new_tuple))
+        elif isinstance(msg, m.Update):
+            if msg.old_tuple is not None:
+                tuples.append(("old_tuple", msg.old_tuple))
+            tuples.append(("new_tuple", msg.new_tuple))
+        else:
+            tuples.append(("old_tuple", msg.old_tuple))
+        for field, values in tuples:
+            if rel is not None and len(values) != len(rel.columns):
+                self._violation(
+                    "column-count-mismatch",
+                    f"{len(rel.columns)} columns (relation {rel.namespace}.{rel.name})",
+                    f"{len(values)} columns", index, msg.tag, f"{name}.{field}",
+                )
+            if not self.binary:
+                for pos, value in enumerate(values):
+                    if type(value) is bytes:
+                        self._violation(
+                            "binary-not-negotiated", "no 'b' value without binary = true",
+                            "a 'b' value", index, msg.tag, f"{name}.{field}[{pos}]",
+                        )
+                        break
+        if getattr(msg, "old_kind", None) == "O" and rel is not None and rel.replica_identity != "f":
+            # Old tuples are sent only under REPLICA IDENTITY FULL (docs: Update, Delete).
+            self._violation(
+                "old-tuple-without-full-identity", "'O' only for REPLICA IDENTITY FULL",
+                f"'O' for replica identity {rel.replica_identity!r}", index, msg.tag,
+                f"{name}.old_kind",
+            )
+
+    def _on_truncate(self, msg: Any, index: int) -> None:
+        if self.strict and msg.options & ~3:
+            self._violation(
+                "invalid-value", "option bits 1 (CASCADE) and 2 (RESTART IDENTITY) only",
+                str(msg.options), index, msg.tag, "Truncate.options",
+            )
+        for oid in msg.relation_ids:
+            if oid not in self.relations:
+                self._violation(
+                    "unknown-relation", "a Relation message for each truncated relation",
+                    f"relation_id {oid} never described", index, msg.tag, "Truncate.relation_ids",
+                )
+                break
+
+    def _on_message(self, msg: Any, index: int) -> None:
+        if msg.flags not in (0, 1):
+            self._violation(
+                "invalid-value", "flags 0 or 1", str(msg.flags), index, msg.tag,
+                "LogicalMessage.flags",
+            )
+        if msg.transactional and self.state == _state.IDLE:
+            self._violation(
+                "transactional-message-outside-transaction",
+                "a transactional logical message inside a transaction",
+                "one between transactions", index, msg.tag,
+            )
+
+    def _on_stream_start(self, msg: Any, index: int) -> None:
+        if msg.first_segment and msg.xid in self.open_streams:
+            self._violation(
+                "stream-xid-already-open", f"first_segment 0 for xid {msg.xid} (already streaming)",
+                "first_segment 1", index, msg.tag, "StreamStart.first_segment",
+            )
+        elif not msg.first_segment and msg.xid not in self.open_streams:
+            self._violation(
+                "stream-xid-not-open", f"first_segment 1 for the first segment of xid {msg.xid}",
+                "first_segment 0", index, msg.tag, "StreamStart.first_segment",
+            )
+        self.open_streams.add(msg.xid)
+        self._stream_xid = msg.xid
+
+    def _on_stream_stop(self, msg: Any, index: int) -> None:
+        self._stream_xid = None
+
+    def _on_stream_end(self, msg: Any, index: int) -> None:
+        self._check_flags(msg, index)
+        if msg.xid not in self.open_streams:
+            self._violation(
+                "stream-xid-not-open", f"one of the streamed xids {sorted(self.open_streams)}",
+                f"xid {msg.xid}", index, msg.tag, f"{type(msg).__name__}.xid",
+            )
+        self.open_streams.discard(msg.xid)
+
+    def _on_stream_abort(self, msg: Any, index: int) -> None:
+        if msg.xid not in self.open_streams:
+            if self.streaming == "off":
+                return  # erratum E-PG18-STRAY-STREAM-ABORT, noted in _check_negotiated
+            self._violation(
+                "stream-xid-not-open", f"one of the streamed xids {sorted(self.open_streams)}",
+                f"xid {msg.xid}", index, msg.tag, "StreamAbort.xid",
+            )
+        # A subtransaction abort (subxid != xid) leaves the transaction streaming: only its
+        # changes are discarded (go-pq-cdc #166 discarded the whole xid and lost rows).
+        if msg.subtransaction_xid == msg.xid:
+            self.open_streams.discard(msg.xid)
+
+    def _check_flags(self, msg: Any, index: int) -> None:
+        if self.strict and isinstance(msg, _FLAG_ZERO) and msg.flags != 0:
+            self._violation(
+                "nonzero-flags", "Int8(0) flags (\"currently unused\")", str(msg.flags), index,
+                msg.tag, f"{type(msg).__name__}.flags",
+            )
+

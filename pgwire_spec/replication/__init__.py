@@ -1,0 +1,1 @@
+"""Streaming replication: the CopyData payloads of a START_REPLICATION conversation."""
