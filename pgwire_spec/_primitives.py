@@ -12,14 +12,10 @@ from typing import Any
 from construct import (
     Adapter,
     Bytes,
+    FormatField,
     GreedyBytes,
     Int8ub,
-    Int16sb,
-    Int16ub,
     Int32sb,
-    Int32ub,
-    Int64sb,
-    Int64ub,
     NullTerminated,
     Prefixed,
     ValidationError,
@@ -54,16 +50,18 @@ __all__ = [
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
 
-Int8 = Int8ub
-Int16 = Int16sb
-UInt16 = Int16ub
-Int32 = Int32sb
-UInt32 = Int32ub
-Int64 = Int64sb
-Oid = Int32ub
-TransactionId = Int32ub
-XLogRecPtr = Int64ub
-TimestampTz = Int64sb
+# Each named type is its own object (not an alias of construct's Int32ub …) so that the
+# spec/ check, the JSON form and the code generator can tell an Oid from an xid or an LSN.
+Int8 = FormatField(">", "B")
+Int16 = FormatField(">", "h")
+UInt16 = FormatField(">", "H")
+Int32 = FormatField(">", "l")
+UInt32 = FormatField(">", "L")
+Int64 = FormatField(">", "q")
+Oid = FormatField(">", "L")
+TransactionId = FormatField(">", "L")
+XLogRecPtr = FormatField(">", "Q")
+TimestampTz = FormatField(">", "q")
 
 
 class Unchanged:

@@ -180,7 +180,7 @@ Relation = Struct(
     "relation_id" / Oid,
     "namespace" / String,
     "name" / String,
-    "replica_identity" / Char,
+    "replica_identity" / CharIn("dnfi"),
     "columns" / PrefixedArray(UInt16, RelationColumn),
 )
 
