@@ -21,6 +21,15 @@ from construct import (
     ValidationError,
     Validator,
 )
+from construct.core import (
+    Construct,
+    ListContainer,
+    SizeofError,
+    Subconstruct,
+    stream_read,
+    stream_seek,
+    stream_write,
+)
 
 __all__ = [
     "Int8",
@@ -39,6 +48,9 @@ __all__ = [
     "String",
     "Byten32",
     "RestBytes",
+    "StringBytes",
+    "NullableByten32",
+    "TerminatedList",
     "UNCHANGED",
     "Unchanged",
     "ENCODING",
@@ -136,3 +148,64 @@ String = _String(NullTerminated(GreedyBytes))
 Byten32 = Prefixed(Int32sb, GreedyBytes)
 #: Everything up to the end of the message (XLogData's WAL data, CopyData's payload).
 RestBytes = GreedyBytes
+
+#: String kept as raw bytes: NUL-terminated, not decoded (PasswordMessage's password).
+StringBytes = NullTerminated(GreedyBytes)
+
+
+class _NullableByten32(Construct):  # type: ignore[misc]
+    """Int32 length then that many bytes; length -1 means NULL (``None``) and no bytes
+    follow (DataRow's column values, SASLInitialResponse's initial response)."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
+        n = Int32sb._parsereport(stream, context, path)
+        if n == -1:
+            return None
+        if n < -1:
+            raise ValidationError(f"expected -1 or a length >= 0, found {n}", path=path)
+        return stream_read(stream, n, path)  # type: ignore[no-any-return]
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            Int32sb._build(-1, stream, context, path)
+            return obj
+        data = bytes(obj)
+        Int32sb._build(len(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError(path=path)
+
+
+NullableByten32 = _NullableByten32()
+
+
+class TerminatedList(Subconstruct):  # type: ignore[misc]
+    """Items of *subcon* one after another, ended by a zero byte where the next item would
+    start: "A zero byte is required as terminator after the last ..." (StartupMessage's
+    parameters, AuthenticationSASL's mechanisms, ErrorResponse's fields). An item whose
+    first byte would be zero cannot be written (it would end the list)."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        items = ListContainer()
+        while True:
+            if stream_read(stream, 1, path) == b"\x00":
+                return items
+            stream_seek(stream, -1, 1, path)
+            items.append(self.subcon._parsereport(stream, context, path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        for item in obj:
+            data = self.subcon.build(item)
+            if data[:1] in (b"", b"\x00"):
+                raise ValidationError(
+                    f"an item of a zero-terminated list cannot start with a zero byte: {item!r}",
+                    path=path,
+                )
+            stream_write(stream, data, len(data), path)
+        stream_write(stream, b"\x00", 1, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError(path=path)
