@@ -80,7 +80,6 @@ CAPTURE_SETTINGS: dict[str, str] = {
     "max_prepared_transactions": "10",
     "logical_decoding_work_mem": "64kB",
     "fsync": "off",
-    "synchronous_commit": "off",
     "full_page_writes": "off",
     # Deterministic captures: no autovacuum/ANALYZE invalidating relation caches at random.
     "autovacuum": "off",

@@ -1,0 +1,242 @@
+"""The fixture file format: Wycheproof-style, language-neutral JSON.
+
+One file per capture (server major x workload); its *groups* are option sets (the decoding
+context shared by their cases); each *case* is one pgoutput payload with the context it
+needs (``in_stream``), its hex bytes, the expected decoding (``pgwire_spec.to_json``), the
+server's LSN and xid, and flags explained in the file's ``notes``. ``spec/fixtures.schema.json``
+is the JSON Schema; ``fixtures/README.md`` documents it for decoder authors.
+
+Files are written with one case per line (diff-friendly) and may be gzip-compressed
+(``.json.gz``); :func:`read_fixture` reads both.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PgWireError
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "FixtureError",
+    "FixtureCase",
+    "FixtureGroup",
+    "FixtureFile",
+    "read_fixture",
+    "write_fixture",
+    "find_fixture_files",
+]
+
+FORMAT = "pgwire-spec/pgoutput-fixtures"
+FORMAT_VERSION = 1
+
+
+class FixtureError(PgWireError):
+    """A fixture file that is missing, not JSON, or not in the fixture format."""
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureCase:
+    id: str
+    #: Position of the payload in the captured stream (gaps: elided bulk rows).
+    index: int
+    hex: str
+    in_stream: bool
+    lsn: str
+    xid: int
+    expected: dict[str, Any]
+    flags: tuple[str, ...] = ()
+    #: How many identical-shaped payloads followed this one in the capture and were left out.
+    elided_after: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id, "index": self.index, "tag": self.expected.get("tag"),
+            "in_stream": self.in_stream, "lsn": self.lsn, "xid": self.xid, "hex": self.hex,
+            "expected": self.expected,
+        }
+        if self.flags:
+            d["flags"] = list(self.flags)
+        if self.elided_after:
+            d["elided_after"] = self.elided_after
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureGroup:
+    name: str
+    #: The options sent to pgoutput, as text (``proto_version``, ``publication_names`` …).
+    options: dict[str, str]
+    #: The decoder context: protocol_version, streaming, two_phase, binary, messages.
+    context: dict[str, Any]
+    slot: str
+    cases: tuple[FixtureCase, ...]
+    #: Names of candidate option sets whose bytes were identical (not stored again).
+    equivalent: tuple[str, ...] = ()
+    #: Total payloads captured before elision.
+    captured: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "options": self.options, "context": self.context,
+            "slot": self.slot, "equivalent": list(self.equivalent), "captured": self.captured,
+            "cases": [c.to_dict() for c in self.cases],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureFile:
+    server_version: str
+    major: int
+    provider: str
+    workload: str
+    captured_on: str
+    groups: tuple[FixtureGroup, ...]
+    notes: dict[str, str] = field(default_factory=dict)
+    #: Option sets the server refused: name -> the server's error.
+    rejected: dict[str, str] = field(default_factory=dict)
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def cases(self) -> list[FixtureCase]:
+        return [c for g in self.groups for c in g.cases]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "formatVersion": FORMAT_VERSION,
+            "server": {"version": self.server_version, "major": self.major, "provider": self.provider},
+            "workload": self.workload,
+            "capturedOn": self.captured_on,
+            "numberOfCases": sum(len(g.cases) for g in self.groups),
+            "notes": self.notes,
+            "rejected": self.rejected,
+            "groups": [g.to_dict() for g in self.groups],
+        }
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def render_fixture(fixture: FixtureFile) -> str:
+    """The file text: indented header and groups, one case per line."""
+    d = fixture.to_dict()
+    groups = d.pop("groups")
+    lines = ["{"]
+    for key, value in d.items():
+        lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, indent=None)},")
+    lines.append('  "groups": [')
+    for gi, g in enumerate(groups):
+        cases = g.pop("cases")
+        head = _dumps(g)[:-1]
+        lines.append(f"    {head},\"cases\": [")
+        for ci, c in enumerate(cases):
+            lines.append("      " + _dumps(c) + ("," if ci < len(cases) - 1 else ""))
+        lines.append("    ]}" + ("," if gi < len(groups) - 1 else ""))
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_fixture(fixture: FixtureFile, path: Path, *, compress: bool | None = None) -> Path:
+    """Write *fixture* to *path* (gzip when the name ends in ``.gz`` or *compress*)."""
+    path = Path(path)
+    if compress and not path.name.endswith(".gz"):
+        path = path.with_name(path.name + ".gz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = render_fixture(fixture).encode("utf-8")
+    if path.name.endswith(".gz"):
+        # mtime=0: the same capture gives the same bytes.
+        data = gzip.compress(data, compresslevel=9, mtime=0)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
+
+
+def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise FixtureError(f"{where}: expected a field {key!r}, found none")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise FixtureError(f"{where}.{key}: expected {names}, found {type(value).__name__} {str(value)[:60]!r}")
+    return value
+
+
+def read_fixture(path: str | Path) -> FixtureFile:
+    """Read and check the structure of one fixture file (``.json`` or ``.json.gz``)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FixtureError(f"fixture file {path} does not exist") from None
+    except OSError as exc:
+        raise FixtureError(f"cannot read fixture file {path}: {exc.strerror or exc}") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw)
+    except (OSError, EOFError, ValueError) as exc:
+        raise FixtureError(f"{path}: expected a fixture file (JSON, optionally gzip), found invalid data: {exc}") from None
+    where = str(path)
+    fmt = _need(doc, "format", str, where)
+    if fmt != FORMAT:
+        raise FixtureError(f"{where}: expected format {FORMAT!r}, found {fmt!r}")
+    version = _need(doc, "formatVersion", int, where)
+    if version != FORMAT_VERSION:
+        raise FixtureError(f"{where}: expected formatVersion {FORMAT_VERSION}, found {version}")
+    server = _need(doc, "server", dict, where)
+    groups = []
+    for gi, g in enumerate(_need(doc, "groups", list, where)):
+        gw = f"{where}: groups[{gi}]"
+        cases = []
+        for ci, c in enumerate(_need(g, "cases", list, gw)):
+            cw = f"{gw}.cases[{ci}]"
+            flags = c.get("flags", []) if isinstance(c, dict) else []
+            if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+                raise FixtureError(f"{cw}.flags: expected a list of strings, found {flags!r}")
+            cases.append(FixtureCase(
+                id=_need(c, "id", str, cw), index=_need(c, "index", int, cw), hex=_need(c, "hex", str, cw),
+                in_stream=_need(c, "in_stream", bool, cw), lsn=_need(c, "lsn", str, cw),
+                xid=_need(c, "xid", int, cw), expected=_need(c, "expected", dict, cw),
+                flags=tuple(flags), elided_after=int(c.get("elided_after", 0)),
+            ))
+        context = _need(g, "context", dict, gw)
+        _need(context, "protocol_version", int, gw + ".context")
+        groups.append(FixtureGroup(
+            name=_need(g, "name", str, gw), options=_need(g, "options", dict, gw), context=context,
+            slot=str(g.get("slot", "")), cases=tuple(cases), equivalent=tuple(g.get("equivalent", ())),
+            captured=int(g.get("captured", len(cases))),
+        ))
+    return FixtureFile(
+        server_version=_need(server, "version", str, where + ".server"),
+        major=_need(server, "major", int, where + ".server"),
+        provider=str(server.get("provider", "")),
+        workload=_need(doc, "workload", str, where),
+        captured_on=str(doc.get("capturedOn", "")),
+        groups=tuple(groups),
+        notes=dict(doc.get("notes", {})),
+        rejected=dict(doc.get("rejected", {})),
+        path=path,
+    )
+
+
+def find_fixture_files(paths: list[str | Path]) -> list[Path]:
+    """The fixture files named by *paths* (files, or directories searched recursively)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(x for x in p.rglob("*")
+                          if x.is_file() and (x.name.endswith(".json") or x.name.endswith(".json.gz")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise FixtureError(f"fixture path {p} does not exist")
+    return out

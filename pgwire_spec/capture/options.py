@@ -1,0 +1,114 @@
+"""The pgoutput option sets captured per server major (protocol-facts §1).
+
+One table: what each major accepts. The option sets are built from it: per protocol
+version a plain set, each option alone, and everything at once; capture then drops a set
+whose bytes equal an earlier one's (it does not change the bytes) and records it as
+equivalent. Sets reading another publication (partition root, row filters, generated
+columns) come from the workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OptionError
+
+__all__ = ["OptionSet", "SERVER_OPTIONS", "max_protocol", "option_sets"]
+
+#: Per major: (max proto_version, options pgoutput accepts besides proto_version and
+#: publication_names, streaming values). protocol-facts §1.
+SERVER_OPTIONS: dict[int, tuple[int, tuple[str, ...], tuple[str, ...]]] = {
+    10: (1, (), ()),
+    11: (1, (), ()),
+    12: (1, (), ()),
+    13: (1, (), ()),
+    14: (2, ("binary", "messages", "streaming"), ("on",)),
+    15: (3, ("binary", "messages", "streaming", "two_phase"), ("on",)),
+    16: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
+    17: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
+    18: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
+}
+
+
+def max_protocol(major: int) -> int:
+    try:
+        return SERVER_OPTIONS[major][0]
+    except KeyError:
+        raise OptionError(f"expected a PostgreSQL major from 10 to 18, found {major!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSet:
+    """The options of one ``pg_logical_slot_peek_binary_changes`` call."""
+
+    name: str
+    protocol_version: int
+    publication: str
+    streaming: str = "off"
+    two_phase: bool = False
+    binary: bool = False
+    messages: bool = False
+    #: ``None``: not sent (the server's default, ``any``).
+    origin: str | None = None
+    extra: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def pgoutput_options(self) -> dict[str, str]:
+        """The options as pgoutput receives them (names and text values), in the order a
+        subscriber sends them."""
+        out = {"proto_version": str(self.protocol_version)}
+        if self.streaming != "off":
+            out["streaming"] = "on" if self.streaming == "on" else "parallel"
+        if self.two_phase:
+            out["two_phase"] = "on"
+        if self.origin is not None:
+            out["origin"] = self.origin
+        out["publication_names"] = self.publication
+        if self.binary:
+            out["binary"] = "on"
+        if self.messages:
+            out["messages"] = "on"
+        out.update(self.extra)
+        return out
+
+    def context(self) -> dict[str, Any]:
+        """The decoder's options for this set (``PgOutputDecoder(**context)``)."""
+        return {
+            "protocol_version": self.protocol_version,
+            "streaming": self.streaming,
+            "two_phase": self.two_phase,
+            "binary": self.binary,
+            "messages": self.messages,
+        }
+
+
+def option_sets(major: int, publication: str, extra_publications: tuple[str, ...] = ()) -> list[OptionSet]:
+    """The candidate option sets for *major*, most basic first."""
+    top, accepted, streaming_values = SERVER_OPTIONS.get(major, (None, (), ()))
+    if top is None:
+        raise OptionError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
+    pub = publication
+    sets = [OptionSet("p1", 1, pub)]
+    if "binary" in accepted:
+        sets.append(OptionSet("p1-binary", 1, pub, binary=True))
+        sets.append(OptionSet("p1-messages", 1, pub, messages=True))
+    for proto in range(2, top + 1):
+        p = f"p{proto}"
+        sets.append(OptionSet(p, proto, pub))
+        sets.append(OptionSet(f"{p}-streaming", proto, pub, streaming="on"))
+        if proto >= 4 and "parallel" in streaming_values:
+            sets.append(OptionSet(f"{p}-parallel", proto, pub, streaming="parallel"))
+        if proto >= 3 and "two_phase" in accepted:
+            sets.append(OptionSet(f"{p}-two_phase", proto, pub, two_phase=True))
+            sets.append(OptionSet(f"{p}-streaming-two_phase", proto, pub, streaming="on", two_phase=True))
+        if proto >= 4 and "origin" in accepted:
+            sets.append(OptionSet(f"{p}-origin_none", proto, pub, origin="none"))
+            sets.append(OptionSet(f"{p}-origin_any", proto, pub, origin="any"))
+        streaming = "parallel" if proto >= 4 and "parallel" in streaming_values else "on"
+        sets.append(OptionSet(
+            f"{p}-all", proto, pub, streaming=streaming, two_phase=proto >= 3 and "two_phase" in accepted,
+            binary=True, messages=True, origin="any" if proto >= 4 and "origin" in accepted else None,
+        ))
+    for extra in extra_publications:
+        sets.append(OptionSet(f"p{top}-{extra}", top, extra))
+    return sets

@@ -1,0 +1,261 @@
+"""Verification of fixture files: every case decodes under its recorded context, re-encodes
+byte-identical, and equals its expected JSON; each group, replayed in order through
+:class:`PgOutputDecoder`, is a valid stream whose ``in_stream`` positions are the recorded ones.
+
+A failure names the case id, the byte offset and the field path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._codegen import Codec
+from ..errors import DecodeError, EncodeError, OptionError
+from ..jsonform import to_json
+from ..pgoutput._codec import FAMILY, decode_payload
+from ..pgoutput.decoder import PgOutputDecoder
+from .fixture import FixtureCase, FixtureError, FixtureFile, FixtureGroup, find_fixture_files, read_fixture
+
+__all__ = ["Mismatch", "VerifyReport", "verify_fixture", "verify_paths", "field_at", "json_diff"]
+
+#: Decoder notes that are not violations (errata the decoder reports in every mode).
+_NOTES_ONLY = {"stray-stream-abort"}
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One verification failure."""
+
+    case_id: str
+    #: ``decode``, ``encode``, ``json``, ``context``, ``sequence`` or ``format``.
+    check: str
+    detail: str
+    offset: int | None = None
+    field: str | None = None
+    file: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.offset is not None:
+            where.append(f"byte offset {self.offset}")
+        if self.field:
+            where.append(f"field {self.field}")
+        loc = f" ({', '.join(where)})" if where else ""
+        return f"{self.case_id}: {self.check} mismatch{loc}: {self.detail}"
+
+
+@dataclass
+class VerifyReport:
+    files: int = 0
+    groups: int = 0
+    cases: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.seconds if self.seconds > 0 else 0.0
+
+
+class _Recorder:
+    """A tracer that keeps every (field, offset) an ``explain`` run reports."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, int]] = []
+
+    def __call__(self, field: str, offset: int, expected: str) -> None:
+        self.steps.append((field, offset))
+
+
+def _trace(data: bytes, in_stream: bool, abort_tail: bool) -> tuple[Codec | None, list[tuple[str, int]]]:
+    codec = FAMILY.by_tag.get(data[0]) if data else None
+    if codec is None:
+        return None, []
+    rec = _Recorder()
+    try:
+        codec.explain(data, in_stream, abort_tail, rec)
+    except Exception:  # the trace up to the failure is what we want
+        pass
+    return codec, rec.steps
+
+
+def field_at(data: bytes, offset: int, in_stream: bool = False, abort_tail: bool = False) -> str | None:
+    """The field path (``Insert.new_tuple[2].length``) of the byte at *offset* of *data*."""
+    codec, steps = _trace(data, in_stream, abort_tail)
+    if codec is None:
+        return None
+    best = None
+    for name, off in steps:
+        if off <= offset:
+            best = name
+        else:
+            break
+    return f"{codec.name}.{best}" if best else codec.name
+
+
+def _offset_of(data: bytes, path: str, in_stream: bool, abort_tail: bool) -> int | None:
+    """The byte offset where the field at JSON *path* (``new_tuple[2].text``) starts."""
+    _codec, steps = _trace(data, in_stream, abort_tail)
+    parts = path.split(".")
+    while parts:
+        prefix = ".".join(parts)
+        for name, off in steps:
+            if name == prefix or name.startswith(prefix + ".") or name.startswith(prefix + "["):
+                return off
+        parts.pop()
+    return None
+
+
+def json_diff(got: Any, want: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place where two JSON values differ: (path, got, want), or None."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for key in list(want) + [k for k in got if k not in want]:
+            if key not in got or key not in want:
+                return (f"{path}.{key}".lstrip("."), got.get(key, "<absent>"), want.get(key, "<absent>"))
+            d = json_diff(got[key], want[key], f"{path}.{key}")
+            if d:
+                return d
+        return None
+    if isinstance(got, list) and isinstance(want, list):
+        for i, (a, b) in enumerate(zip(got, want)):
+            d = json_diff(a, b, f"{path}[{i}]")
+            if d:
+                return d
+        if len(got) != len(want):
+            return (f"{path}.length".lstrip("."), len(got), len(want))
+        return None
+    if got != want or type(got) is not type(want):
+        return (path.lstrip("."), got, want)
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out: list[Mismatch], file: str) -> None:
+    try:
+        enc = FAMILY.encode(msg)
+    except EncodeError as exc:
+        out.append(Mismatch(case.id, "encode", str(exc), file=file))
+        return
+    if enc != data:
+        off = next((i for i, (a, b) in enumerate(zip(enc, data)) if a != b), min(len(enc), len(data)))
+        out.append(Mismatch(
+            case.id, "encode",
+            f"re-encoded bytes differ: expected {data[off:off + 8].hex() or 'end'}, found {enc[off:off + 8].hex() or 'end'} "
+            f"({len(data)} vs {len(enc)} bytes)",
+            off, field_at(data, off, case.in_stream, abort_tail), file,
+        ))
+        return
+    got = to_json(msg)
+    if got != case.expected:
+        diff = json_diff(got, case.expected)
+        path = diff[0] if diff else ""
+        name = type(msg).__name__
+        off = _offset_of(data, path, case.in_stream, abort_tail) if path else None
+        detail = (f"decoded {_short(diff[1])}, expected {_short(diff[2])}" if diff
+                  else "decoded JSON differs from the expected JSON")
+        out.append(Mismatch(case.id, "json", detail, off, f"{name}.{path}" if path else name, file))
+
+
+def verify_group(group: FixtureGroup, *, file: str = "", sequence: bool = True) -> list[Mismatch]:
+    """Verify every case of *group*; with *sequence*, also replay it as a stream."""
+    out: list[Mismatch] = []
+    ctx = group.context
+    try:
+        decoder = PgOutputDecoder(
+            protocol_version=ctx.get("protocol_version", 1), streaming=ctx.get("streaming", "off"),
+            two_phase=bool(ctx.get("two_phase", False)), binary=bool(ctx.get("binary", False)),
+            messages=bool(ctx.get("messages", False)), strict=False,
+        )
+    except (OptionError, TypeError) as exc:
+        return [Mismatch(f"{group.name}", "format", f"group context {ctx!r} is not a decoder context: {exc}", file=file)]
+    abort_tail = decoder.streaming == "parallel"
+    decoders = FAMILY.decoders
+    warnings = decoder.warnings
+    seen_warnings = 0
+    for case in group.cases:
+        try:
+            data = bytes.fromhex(case.hex)
+        except ValueError as exc:
+            out.append(Mismatch(case.id, "format", f"hex is not hex digits: {exc}", file=file))
+            continue
+        if not data:
+            out.append(Mismatch(case.id, "format", "empty payload", file=file))
+            continue
+        msg = None
+        if sequence:
+            if decoder.in_stream != case.in_stream:
+                out.append(Mismatch(
+                    case.id, "context",
+                    f"recorded in_stream={case.in_stream}, but replaying the group puts this payload "
+                    f"{'inside' if decoder.in_stream else 'outside'} a streamed block", file=file,
+                ))
+            try:
+                if decoder.in_stream == case.in_stream:
+                    msg = decoder.decode(data)
+                else:
+                    decoder.decode(data)
+            except DecodeError:
+                msg = None  # reported below by the stateless decode, with its offset
+            if len(warnings) > seen_warnings:
+                for w in warnings[seen_warnings:]:
+                    if w.rule not in _NOTES_ONLY:
+                        out.append(Mismatch(case.id, "sequence", str(w), w.offset, w.field, file))
+                seen_warnings = len(warnings)
+        if msg is None:
+            try:
+                msg = decoders[data[0]](data, case.in_stream, abort_tail)
+            except Exception:
+                try:
+                    msg = decode_payload(data, case.in_stream, abort_tail)
+                except DecodeError as err:
+                    out.append(Mismatch(case.id, "decode", f"{err.rule}: expected {err.expected}, found {err.found}",
+                                        err.offset, err.field, file))
+                    continue
+        _check_case(case, data, msg, abort_tail, out, file)
+    if sequence:
+        decoder.finish()
+        for w in warnings[seen_warnings:]:
+            if w.rule not in _NOTES_ONLY and w.rule != "unterminated-stream":
+                out.append(Mismatch(f"{group.name} (end)", "sequence", str(w), file=file))
+    return out
+
+
+def verify_fixture(fixture: FixtureFile, *, sequence: bool = True) -> tuple[int, list[Mismatch]]:
+    """(cases verified, mismatches) for one fixture file."""
+    file = str(fixture.path or "")
+    out: list[Mismatch] = []
+    n = 0
+    for group in fixture.groups:
+        out += verify_group(group, file=file, sequence=sequence)
+        n += len(group.cases)
+    return n, out
+
+
+def verify_paths(paths: Iterable[str | Path], *, sequence: bool = True) -> VerifyReport:
+    """Verify every fixture file under *paths*; unreadable files are FixtureErrors."""
+    files = find_fixture_files(list(paths))
+    if not files:
+        raise FixtureError(f"expected fixture files (*.json, *.json.gz) in {', '.join(map(str, paths))}, found none")
+    report = VerifyReport()
+    start = time.perf_counter()
+    for path in files:
+        fixture = read_fixture(path)
+        n, mismatches = verify_fixture(fixture, sequence=sequence)
+        report.files += 1
+        report.groups += len(fixture.groups)
+        report.cases += n
+        report.mismatches += mismatches
+    report.seconds = time.perf_counter() - start
+    return report
