@@ -23,13 +23,13 @@ from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput.decoder import PgOutputDecoder
 from ..pgoutput.messages import tuple_kinds
-from ..servers import Server
+from ..servers import Provider, Server
 from .fixture import FixtureCase, FixtureFile, FixtureGroup
 from .flags import NOTES, Flagger
 from .options import OptionSet, option_sets
 from .workload import MAIN_PUBLICATION, SCHEMA, Step, Workload
 
-__all__ = ["CaptureError", "capture", "build_group", "elide", "ELIDE_KEEP", "Progress"]
+__all__ = ["CaptureError", "capture", "run_capture", "build_group", "elide", "ELIDE_KEEP", "Progress"]
 
 Progress = Callable[[str], None]
 
@@ -301,3 +301,20 @@ def _drop_builtin(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"DROP PUBLICATION IF EXISTS {pub}")
     conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     conn.execute("SELECT pg_replication_origin_drop(roname) FROM pg_replication_origin WHERE roname = 'pgws_upstream'")
+
+
+def run_capture(
+    prov: Provider,
+    workload: Workload,
+    *,
+    progress: Progress | None = None,
+    publication: str | None = None,
+    only: list[str] | None = None,
+) -> FixtureFile:
+    """Start *prov*'s server, capture *workload* on it, stop it (also on error or Ctrl-C)."""
+    say = progress or (lambda _msg: None)
+    say(f"{prov.describe()}: starting server")
+    with prov as server:
+        say(f"{prov.describe()}: PostgreSQL {server.version} on {server.host}:{server.port}")
+        return capture(server, workload, provider=prov.describe(), publication=publication,
+                       progress=progress, only=only)

@@ -19,6 +19,8 @@ from ..errors import PgWireError
 COMMANDS: dict[str, str] = {
     "decode": "decode",
     "encode": "encode",
+    "capture": "capture",
+    "verify-fixtures": "verify_fixtures",
 }
 
 

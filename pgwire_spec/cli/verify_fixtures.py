@@ -1,0 +1,100 @@
+"""``pgwire-spec verify-fixtures``: check fixture files, and optionally their drift from a
+live server.
+
+Every case must decode under its recorded context, re-encode byte-identical and equal its
+expected JSON; a mismatch prints the case id, the byte offset and the field path (exit 1).
+With ``--drift`` the built-in workload is captured again on live servers and compared with
+the stored files after normalising LSNs, xids, OIDs and timestamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..capture import builtin_workload, compare, find_fixture_files, read_fixture, run_capture, verify_paths
+from ..capture.fixture import FixtureError
+from ..servers import PROVIDERS, parse_majors, provider
+
+HELP = "verify fixture files (decode, re-encode, expected JSON); --drift: compare with a live capture"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", default=["fixtures"],
+                   help="fixture files or directories (default: fixtures)")
+    p.add_argument("--no-sequence", action="store_true",
+                   help="check cases one by one only, not each group replayed as a stream")
+    p.add_argument("--max-errors", type=int, default=50, help="mismatches to print (default: 50)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--drift", action="store_true",
+                   help="re-capture the built-in workload live and compare with the stored files")
+    p.add_argument("--providers", default="npm", help=f"with --drift: providers among {', '.join(PROVIDERS)}")
+    p.add_argument("--majors", help="with --drift: majors to re-capture (default: every major stored)")
+    p.add_argument("--bin-dir", help="with --drift and provider system: the server's bin dir")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.drift:
+        return _drift(args)
+    report = verify_paths(args.paths, sequence=not args.no_sequence)
+    if args.json:
+        print(json.dumps({
+            "ok": report.ok, "files": report.files, "groups": report.groups, "cases": report.cases,
+            "seconds": round(report.seconds, 4),
+            "mismatches": [{"case": m.case_id, "check": m.check, "offset": m.offset, "field": m.field,
+                            "detail": m.detail, "file": m.file} for m in report.mismatches],
+        }))
+        return 0 if report.ok else 1
+    for m in report.mismatches[: args.max_errors]:
+        print(str(m))
+    if len(report.mismatches) > args.max_errors:
+        print(f"... and {len(report.mismatches) - args.max_errors} more")
+    summary = (f"{report.cases:,} cases in {report.files} files ({report.groups} option sets) "
+               f"verified in {report.seconds:.2f} s ({report.rate:,.0f} cases/s)")
+    if report.ok:
+        print(f"{summary}: all match")
+        return 0
+    bad = len({m.case_id for m in report.mismatches})
+    print(f"{summary}: {len(report.mismatches)} mismatch(es) in {bad} case(s)")
+    return 1
+
+
+def _drift(args: argparse.Namespace) -> int:
+    stored = {}
+    for path in find_fixture_files(args.paths):
+        try:
+            fx = read_fixture(path)
+        except FixtureError:
+            continue  # other formats (sessions) are not drift-checked
+        if fx.workload.startswith("builtin"):
+            stored[fx.major] = fx
+    majors = parse_majors(args.majors) if args.majors else sorted(stored)
+    missing = [m for m in majors if m not in stored]
+    if missing or not majors:
+        raise FixtureError(f"expected stored built-in fixtures for majors {majors or '(any)'} in "
+                           f"{', '.join(map(str, args.paths))}, found none for {missing or 'any major'}")
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"[drift] {msg}", file=sys.stderr, flush=True)
+
+    failed = 0
+    for name in [n.strip() for n in args.providers.split(",") if n.strip()]:
+        for major in majors:
+            prov = provider(name, major, bin_dir=args.bin_dir)
+            live = run_capture(prov, builtin_workload(), progress=say)
+            drifts = compare(stored[major], live)
+            if stored[major].workload != live.workload:
+                print(f"note: pg{major}: stored workload {stored[major].workload}, live {live.workload}; "
+                      f"regenerate with: pgwire-spec capture --providers {name} --majors {major} "
+                      f"--out {Path(str(stored[major].path)).parent}")
+            for d in drifts[: args.max_errors]:
+                print(str(d))
+            status = "no drift" if not drifts else f"{len(drifts)} difference(s)"
+            print(f"pg{major} ({prov.describe()}, PostgreSQL {live.server_version}): {len(live.cases)} cases "
+                  f"compared with {stored[major].path}: {status}")
+            failed += bool(drifts)
+    return 1 if failed else 0
