@@ -15,7 +15,19 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields
 from typing import Any
 
-from construct import Array, FocusedSeq, FormatField, IfThenElse, Rebuild, Renamed, Select
+from construct import (
+    Array,
+    Bytes,
+    Const,
+    FocusedSeq,
+    FormatField,
+    IfThenElse,
+    Rebuild,
+    Renamed,
+    Select,
+    Sequence,
+    Struct,
+)
 
 from . import _primitives as P
 from .errors import DecodeError
@@ -37,7 +49,7 @@ _BY_NAME: dict[str, type] = {}
 def _kind(sub: Any, nested: dict[int, type]) -> Any:
     if isinstance(sub, IfThenElse):
         return _kind(sub.thensubcon, nested)
-    if isinstance(sub, Rebuild):
+    if isinstance(sub, (Rebuild, Const)):
         return None
     if sub is P.XLogRecPtr:
         return "lsn"
@@ -53,6 +65,10 @@ def _kind(sub: Any, nested: dict[int, type]) -> Any:
         return "bool"
     if sub is P.Byten32 or sub is P.RestBytes:
         return "bytes"
+    if sub is P.StringBytes or sub is P.NullableByten32 or isinstance(sub, Bytes):
+        return "bytes"
+    if isinstance(sub, P.TerminatedList):
+        return _items_kind(sub.subcon, nested)
     if sub is pg_grammar.TupleData:
         return "tuple"
     if isinstance(sub, FocusedSeq):
@@ -61,14 +77,28 @@ def _kind(sub: Any, nested: dict[int, type]) -> Any:
         item = sub.subcon
         if isinstance(item, FormatField):
             return "ints"
-        return ("array", nested[id(item)], _layout_fields(item, nested))
+        return _items_kind(item, nested)
     raise TypeError(f"no JSON form for {sub!r}")
+
+
+def _items_kind(item: Any, nested: dict[int, type]) -> Any:
+    """The kind of a list of *item*: objects for a nested Struct, lists for a Sequence of
+    text (a name/value pair), else a list of the item's kind."""
+    if isinstance(item, Struct):
+        return ("array", nested[id(item)], _layout_fields(item, nested))
+    if isinstance(item, Sequence):
+        kinds = {"str" if k == "char" else k for k in (_kind(s, nested) for s in item.subcons)}
+        if len(kinds) != 1:
+            raise TypeError(f"no JSON form for a Sequence of mixed kinds: {item!r}")
+        return {"list": {"list": kinds.pop()}}
+    return {"list": _kind(item, nested)}
 
 
 def _layout_fields(layout: Any, nested: dict[int, type]) -> list[tuple[str, Any]]:
     out = []
     for sub in layout.subcons:
-        if not isinstance(sub, Renamed) or sub.name == "tag" or sub.name.endswith("_tag"):
+        # Constants (the tag, Insert's 'N', an authentication code) are not fields.
+        if not isinstance(sub, Renamed) or isinstance(sub.subcon, Const):
             continue
         kind = _kind(sub.subcon, nested)
         if kind is not None:
