@@ -32,14 +32,16 @@ from typing import Any
 
 from construct import (
     Array,
+    Bytes,
     Const,
+    FocusedSeq,
     FormatField,
     IfThenElse,
-    FocusedSeq,
     Pass,
     Rebuild,
     Renamed,
     Select,
+    Sequence,
     Struct,
 )
 
@@ -194,7 +196,10 @@ class _Gen:
         fpath = f"{path} + '.{name}'" if path else repr(name)
         local = f"{scope}{name}"
         if isinstance(sub, Const):
-            self.dec_const(sub.value, indent, fpath)
+            if isinstance(sub.value, bytes):
+                self.dec_const(sub.value, indent, fpath)
+            else:
+                self.dec_const_value(sub, indent, fpath)
             return
         if isinstance(sub, Rebuild):
             self.dec_value(sub.subcon, local, indent, fpath)
@@ -221,6 +226,16 @@ class _Gen:
             f"{value.decode('latin-1')!r}, _found(data, p, {n}))",
         )
         self.emit(indent, f"p += {n}")
+
+    def dec_const_value(self, sub: Const, indent: int, fpath: str) -> None:
+        """A constant integer: ``Const(80877103, Int32)``, an authentication request code."""
+        fmt = _fmt(sub.subcon)
+        label = f"{_FMT_NAMES[fmt]}({sub.value})"
+        self.tr(indent, fpath, label)
+        self.emit(indent, f"v, = {self.struct_obj(fmt)}.unpack_from(data, p)")
+        self.emit(indent, f"if v != {sub.value!r}:")
+        self.emit(indent + 1, f"raise Fail('unexpected-value', {label!r}, str(v))")
+        self.emit(indent, f"p += {_size(fmt)}")
 
     def dec_value(self, sub: Any, local: str, indent: int, fpath: str) -> None:
         e = self.emit
@@ -253,6 +268,35 @@ class _Gen:
         elif sub is P.RestBytes:
             e(indent, f"{local} = data[p:]")
             e(indent, "p = len(data)")
+        elif sub is P.StringBytes:
+            self.tr(indent, fpath, "String (NUL-terminated)")
+            e(indent, "q = data.find(0, p)")
+            e(indent, "if q < 0:")
+            e(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
+                          "f'{len(data) - p} bytes with no NUL')")
+            e(indent, f"{local} = data[p:q]")
+            e(indent, "p = q + 1")
+        elif sub is P.NullableByten32:
+            self.tr(indent, fpath + " + '.length'", "Int32 length, or -1 for NULL")
+            e(indent, "ln, = _I32.unpack_from(data, p)")
+            e(indent, "p += 4")
+            e(indent, "if ln == -1:")
+            e(indent + 1, f"{local} = None")
+            e(indent, "else:")
+            e(indent + 1, "if ln < 0 or p + ln > len(data):")
+            e(indent + 2, "raise Fail('length-out-of-range', "
+                          "f'-1 or a length from 0 to {len(data) - p}', str(ln))")
+            e(indent + 1, f"{local} = data[p:p + ln]")
+            e(indent + 1, "p += ln")
+        elif isinstance(sub, Bytes) and isinstance(sub.length, int):
+            n = sub.length
+            self.tr(indent, fpath, f"Byte{n}")
+            e(indent, f"{local} = data[p:p + {n}]")
+            e(indent, f"if len({local}) != {n}:")
+            e(indent + 1, f"raise Fail('truncated', 'Byte{n}', f'{{len(data) - p}} byte(s) left')")
+            e(indent, f"p += {n}")
+        elif isinstance(sub, P.TerminatedList):
+            self.dec_terminated(sub, local, indent, fpath)
         elif self._is_tuple_data(sub):
             self.dec_tuple(local, indent, fpath)
         elif isinstance(sub, Select) and self._is_optional_char(sub):
@@ -361,18 +405,46 @@ class _Gen:
         e(indent, f"{arr} = []")
         e(indent, f"for i{tag} in range({cexpr}):")
         ipath = fpath + f" + f'[{{i{tag}}}]'"
-        if isinstance(item, FormatField):
-            self.dec_value(item, "v", indent + 1, ipath)
-            e(indent + 1, f"{arr}.append(v)")
-        elif isinstance(item, Struct):
+        self.dec_item(item, indent + 1, ipath, arr, tag)
+        e(indent, f"{local} = tuple({arr})")
+
+    def dec_item(self, item: Any, indent: int, ipath: str, arr: str, tag: int) -> None:
+        """One item of an array or list, appended to *arr*: a nested Struct becomes its
+        dataclass, a Sequence a tuple, anything else its plain value."""
+        e = self.emit
+        if isinstance(item, Struct):
             cls = self.nested[id(item)]
             names: list[str] = []
             scope = f"g{tag}_"
-            self.dec_struct(item, indent + 1, ipath, names, scope)
+            self.dec_struct(item, indent, ipath, names, scope)
             args = ", ".join(f"{scope}{n}" for n in names)
-            e(indent + 1, f"{arr}.append({self.const('_C_', cls)}({args}))")
+            e(indent, f"{arr}.append({self.const('_C_', cls)}({args}))")
+        elif isinstance(item, Sequence):
+            parts = []
+            for k, sub in enumerate(item.subcons):
+                part = f"s{tag}_{k}"
+                self.dec_value(sub, part, indent, ipath + f" + '[{k}]'")
+                parts.append(part)
+            e(indent, f"{arr}.append(({', '.join(parts)},))")
         else:
-            raise TypeError(f"array item not understood: {item!r}")
+            self.dec_value(item, "v", indent, ipath)
+            e(indent, f"{arr}.append(v)")
+
+    def dec_terminated(self, sub: Any, local: str, indent: int, fpath: str) -> None:
+        """TerminatedList: items until a zero byte where the next item would start."""
+        e = self.emit
+        tag = self.counter = self.counter + 1
+        arr = f"a{tag}"
+        e(indent, f"{arr} = []")
+        e(indent, f"i{tag} = 0")
+        e(indent, "while True:")
+        ipath = fpath + f" + f'[{{i{tag}}}]'"
+        self.tr(indent + 1, ipath, "an item, or a zero byte ending the list")
+        e(indent + 1, "if data[p] == 0:")
+        e(indent + 2, "p += 1")
+        e(indent + 2, "break")
+        self.dec_item(sub.subcon, indent + 1, ipath, arr, tag)
+        e(indent + 1, f"i{tag} += 1")
         e(indent, f"{local} = tuple({arr})")
 
     # -- encode --------------------------------------------------------------------------
@@ -401,7 +473,8 @@ class _Gen:
         name, sub = node.name, node.subcon
         value = f"{obj}.{name}"
         if isinstance(sub, Const):
-            self.emit(indent, f"out.append({sub.value!r})")
+            raw = sub.value if isinstance(sub.value, bytes) else sub.subcon.build(sub.value)
+            self.emit(indent, f"out.append({raw!r})")
         elif isinstance(sub, Rebuild):
             target = _cond(sub.func).replace("f_", f"{obj}.")
             self.emit(indent, f"out.append({self.struct_obj(_fmt(sub.subcon))}.pack({target}))")
@@ -437,6 +510,30 @@ class _Gen:
             e(indent, "out.append(v)")
         elif sub is P.RestBytes:
             e(indent, f"out.append(bytes({value}))")
+        elif sub is P.StringBytes:
+            e(indent, f"out.append(_strb({value}))")
+        elif sub is P.NullableByten32:
+            e(indent, f"if {value} is None:")
+            e(indent + 1, "out.append(b'\\xff\\xff\\xff\\xff')")
+            e(indent, "else:")
+            e(indent + 1, f"v = bytes({value})")
+            e(indent + 1, "out.append(_I32.pack(len(v)))")
+            e(indent + 1, "out.append(v)")
+        elif isinstance(sub, Bytes) and isinstance(sub.length, int):
+            n = sub.length
+            e(indent, f"v = bytes({value})")
+            e(indent, f"if len(v) != {n}:")
+            e(indent + 1, f"raise EncodeError(f'expected {n} bytes, found {{len(v)}}')")
+            e(indent, "out.append(v)")
+        elif isinstance(sub, P.TerminatedList):
+            tag = self.counter = self.counter + 1
+            e(indent, f"for x{tag} in {value}:")
+            e(indent + 1, f"n{tag} = len(out)")
+            self.enc_item(sub.subcon, f"x{tag}", indent + 1)
+            e(indent + 1, f"if b''.join(out[n{tag}:])[:1] in (b'', b'\\x00'):")
+            e(indent + 2, "raise EncodeError(f'an item of a zero-terminated list cannot be "
+                          f"empty or start with a zero byte: {{x{tag}!r}}')")
+            e(indent, "out.append(b'\\x00')")
         elif self._is_tuple_data(sub):
             e(indent, f"_tuple(out, {value})")
         elif self._is_prefixed_array(sub):
@@ -447,12 +544,24 @@ class _Gen:
             item = sub.subcon
             tag = self.counter = self.counter + 1
             e(indent, f"for x{tag} in {value}:")
-            if isinstance(item, FormatField):
-                e(indent + 1, f"out.append({self.struct_obj(_fmt(item))}.pack(x{tag}))")
-            else:
-                self.enc_struct(item, indent + 1, f"x{tag}")
+            self.enc_item(item, f"x{tag}", indent + 1)
         else:
             raise TypeError(f"the code generator does not know {sub!r}")
+
+    def enc_item(self, item: Any, x: str, indent: int) -> None:
+        """One item of an array or list: a nested Struct from its dataclass, a Sequence from
+        a tuple of that many values, anything else as a plain value."""
+        if isinstance(item, Struct):
+            self.enc_struct(item, indent, x)
+        elif isinstance(item, Sequence):
+            n = len(item.subcons)
+            self.emit(indent, f"if len({x}) != {n}:")
+            self.emit(indent + 1, f"raise EncodeError(f'expected {n} values in each item, "
+                                  f"found {{len({x})}}: {{{x}!r}}')")
+            for k, sub in enumerate(item.subcons):
+                self.enc_value(sub, f"{x}[{k}]", indent)
+        else:
+            self.enc_value(item, x, indent)
 
 
 def _found(data: bytes, p: int, n: int) -> str:
@@ -470,6 +579,13 @@ def _str(value: str) -> bytes:
     raw = value.encode(P.ENCODING, P.ERRORS)
     if b"\x00" in raw:
         raise EncodeError(f"a String cannot contain NUL: {value!r}")
+    return raw + b"\x00"
+
+
+def _strb(value: bytes) -> bytes:
+    raw = bytes(value)
+    if b"\x00" in raw:
+        raise EncodeError(f"a String cannot contain NUL: {raw!r}")
     return raw + b"\x00"
 
 
@@ -518,6 +634,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "_byte": _byte,
         "_str": _str,
         "_char": _char,
+        "_strb": _strb,
         "_tuple": _tuple,
         "_new": object.__new__,
     }
