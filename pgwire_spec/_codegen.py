@@ -48,7 +48,7 @@ from construct import (
 from . import _primitives as P
 from .errors import DecodeError, EncodeError
 
-__all__ = ["Codec", "generate", "Tracer", "Fail"]
+__all__ = ["Codec", "Family", "generate", "decode_traced", "Tracer", "Fail"]
 
 
 class Fail(Exception):
@@ -132,6 +132,7 @@ class _Gen:
         self.lines: list[str] = []
         self.counter = 0
         self.trace = False
+        self.pending_count = False
 
     # -- helpers -------------------------------------------------------------------------
     def const(self, prefix: str, value: Any) -> str:
@@ -166,26 +167,54 @@ class _Gen:
         subs = list(st.subcons)
         i = 0
         while i < len(subs):
-            node = subs[i]
-            # Runs of plain integers are read with one struct call (not when tracing).
-            if not self.trace and isinstance(node, Renamed) and isinstance(node.subcon, FormatField):
-                run = []
-                while (
-                    i < len(subs)
-                    and isinstance(subs[i], Renamed)
-                    and isinstance(subs[i].subcon, FormatField)
-                ):
-                    run.append(subs[i])
-                    i += 1
-                fmt = "".join(_fmt(r.subcon) for r in run)
-                names = ", ".join(f"{scope}{r.name}" for r in run)
-                comma = "," if len(run) == 1 else ""
-                self.emit(indent, f"{names}{comma} = {self.struct_obj(fmt)}.unpack_from(data, p)")
-                self.emit(indent, f"p += {_size(fmt)}")
-                out.extend(r.name for r in run)
+            # Runs of plain integers and one-byte constants are read with one struct call
+            # (not when tracing); a TupleData right after the run has its count read too.
+            run = []
+            j = i
+            while j < len(subs) and not self.trace and self._mergeable(subs[j], j):
+                run.append(subs[j])
+                j += 1
+            if run and (len(run) > 1 or isinstance(run[0].subcon, FormatField)):
+                self.dec_run(run, subs[j] if j < len(subs) else None, indent, scope, out)
+                i = j
                 continue
-            self.dec_field(node, indent, path, out, scope)
+            self.dec_field(subs[i], indent, path, out, scope)
             i += 1
+
+    def _mergeable(self, node: Any, position: int) -> bool:
+        if not isinstance(node, Renamed):
+            return False
+        sub = node.subcon
+        if isinstance(sub, FormatField):
+            return True
+        # the tag (position 0) is skipped by the dispatcher, not merged
+        return isinstance(sub, Const) and isinstance(sub.value, bytes) and len(sub.value) == 1 and position > 0
+
+    def dec_run(self, run: list[Any], following: Any, indent: int, scope: str, out: list[str]) -> None:
+        fmt = ""
+        names = []
+        checks = []
+        for k, node in enumerate(run):
+            sub = node.subcon
+            if isinstance(sub, Const):
+                fmt += "B"
+                names.append(f"c{k}")
+                checks.append((f"c{k}", sub.value))
+            else:
+                fmt += _fmt(sub)
+                names.append(f"{scope}{node.name}")
+                out.append(node.name)
+        self.pending_count = False
+        if isinstance(following, Renamed) and self._is_tuple_data(following.subcon):
+            fmt += "H"
+            names.append("cnt")
+            self.pending_count = True
+        comma = "," if len(names) == 1 else ""
+        self.emit(indent, f"{', '.join(names)}{comma} = {self.struct_obj(fmt)}.unpack_from(data, p)")
+        for local, value in checks:
+            self.emit(indent, f"if {local} != {value[0]}:")
+            self.emit(indent + 1, f"raise Fail('unexpected-byte', {value.decode('latin-1')!r}, repr(chr({local})))")
+        self.emit(indent, f"p += {_size(fmt)}")
 
     def dec_field(
         self, node: Any, indent: int, path: str, out: list[str], scope: str = "f_"
@@ -219,6 +248,15 @@ class _Gen:
     def dec_const(self, value: bytes, indent: int, fpath: str) -> None:
         self.tr(indent, fpath, f"Byte1({value.decode('latin-1')!r})")
         n = len(value)
+        if fpath == "'tag'" and not self.trace and n == 1:
+            # The dispatcher chose this decoder by the tag byte: nothing to check.
+            self.emit(indent, "p += 1")
+            return
+        if n == 1:
+            self.emit(indent, f"if data[p] != {value[0]}:")
+            self.emit(indent + 1, f"raise Fail('unexpected-byte', {value.decode('latin-1')!r}, _found(data, p, 1))")
+            self.emit(indent, "p += 1")
+            return
         self.emit(indent, f"if data[p:p + {n}] != {value!r}:")
         self.emit(
             indent + 1,
@@ -250,7 +288,8 @@ class _Gen:
             e(indent, "if q < 0:")
             e(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
                           "f'{len(data) - p} bytes with no NUL')")
-            e(indent, f"{local} = data[p:q].decode('utf-8', 'surrogateescape')")
+            codec = "'utf-8', 'surrogateescape'" if self.trace else ""
+            e(indent, f"{local} = data[p:q].decode({codec})")
             e(indent, "p = q + 1")
         elif sub is P.Char:
             self.tr(indent, fpath, "Byte1")
@@ -351,40 +390,60 @@ class _Gen:
     def dec_byten(self, local: str, indent: int, fpath: str, *, text: bool) -> None:
         e = self.emit
         self.tr(indent, fpath + " + '.length'", "Int32 length")
-        e(indent, "ln, = _I32.unpack_from(data, p)")
+        e(indent, "ln, = i32(data, p)")
         e(indent, "p += 4")
-        e(indent, "if ln < 0 or p + ln > len(data):")
+        e(indent, "v = data[p:p + ln]")
+        e(indent, "if len(v) != ln:")
         e(indent + 1, "raise Fail('length-out-of-range', "
                       "f'a length from 0 to {len(data) - p}', str(ln))")
         if text:
-            e(indent, f"{local} = data[p:p + ln].decode('utf-8', 'surrogateescape')")
-        else:
-            e(indent, f"{local} = data[p:p + ln]")
+            # Fast path: strict UTF-8 (cheaper); text that is not UTF-8 fails here and is
+            # decoded by the tracing path, which keeps every byte through surrogateescape.
+            codec = "'utf-8', 'surrogateescape'" if self.trace else ""
+            e(indent, f"{local} = v.decode({codec})")
+        elif local != "v":
+            e(indent, f"{local} = v")
         e(indent, "p += ln")
 
     def dec_tuple(self, local: str, indent: int, fpath: str) -> None:
         e = self.emit
         self.tr(indent, fpath + " + '.count'", "Int16 number of columns")
-        e(indent, "cnt, = _U16.unpack_from(data, p)")
-        e(indent, "p += 2")
-        e(indent, "vals = []")
-        e(indent, "app = vals.append")
+        if self.pending_count:
+            self.pending_count = False  # read with the fields before it
+        else:
+            e(indent, "cnt, = _U16.unpack_from(data, p)")
+            e(indent, "p += 2")
+        if self.trace:
+            e(indent, "vals = []")
+            e(indent, "app = vals.append")
+        else:
+            # Every column takes at least one byte: a count past the end is truncation
+            # (IndexError sends us to the tracing path), and never a large allocation.
+            e(indent, "if cnt > len(data) - p:")
+            e(indent + 1, "raise IndexError")
+            e(indent, "vals = [None] * cnt")
         e(indent, "for ci in range(cnt):")
         i2 = indent + 1
         cpath = fpath + " + f'[{ci}]'"
+        store = "app({})" if self.trace else "vals[ci] = {}"
         self.tr(i2, cpath + " + '.kind'", "Byte1 n, u, t or b")
         e(i2, "k = data[p]")
         e(i2, "p += 1")
         e(i2, "if k == 116:")  # 't'
         self.dec_byten("v", i2 + 1, cpath, text=True)
-        e(i2 + 1, "app(v)")
+        e(i2 + 1, store.format("v"))
         e(i2, "elif k == 110:")  # 'n'
-        e(i2 + 1, "app(None)")
+        if self.trace:
+            e(i2 + 1, "app(None)")
+        else:
+            e(i2 + 1, "pass")
         e(i2, "elif k == 98:")  # 'b'
+        e(i2 + 1, "if not binary_ok:")
+        e(i2 + 2, "raise Fail('binary-not-negotiated', \"no 'b' value without binary = true\", \"a 'b' value\")")
         self.dec_byten("v", i2 + 1, cpath, text=False)
-        e(i2 + 1, "app(v)")
+        e(i2 + 1, store.format("v"))
         e(i2, "elif k == 117:")  # 'u'
-        e(i2 + 1, "app(UNCHANGED)")
+        e(i2 + 1, store.format("UNCHANGED"))
         e(i2, "else:")
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = tuple(vals)")
@@ -629,6 +688,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "EncodeError": EncodeError,
         "UNCHANGED": P.UNCHANGED,
         "_I32": _I32,
+        "_I32_unpack": _I32.unpack_from,
         "_U16": _U16,
         "_found": _found,
         "_byte": _byte,
@@ -645,9 +705,10 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         g = _Gen(nested, consts)
         g.trace = trace
         fn = "explain" if trace else "decode"
-        sig = "data, in_stream, abort_tail, tr" if trace else "data, in_stream, abort_tail"
+        sig = "data, in_stream, abort_tail, binary_ok, tr" if trace else "data, in_stream, abort_tail, binary_ok=True"
         g.emit(0, f"def {fn}({sig}):")
         g.emit(1, "p = 0")
+        g.emit(1, "i32 = _I32_unpack")
         names: list[str] = []
         g.dec_struct(layout, 1, "", names)
         g.emit(1, "if p != len(data):")
@@ -677,31 +738,48 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
     return Codec(name, cls, ns["decode"], ns["explain"], ns["encode"], source, fields)
 
 
-def explain_failure(
-    codec: Codec, data: bytes, in_stream: bool, abort_tail: bool, exc: BaseException
-) -> DecodeError:
-    """Re-run *data* through the tracing decoder and describe the failure precisely."""
+def decode_traced(
+    codec: Codec, data: bytes, in_stream: bool, abort_tail: bool, binary_ok: bool = True
+) -> Any:
+    """Run the tracing decoder: the message, or a precise DecodeError.
+
+    Used when the fast path failed: to explain invalid input, and to decode text that is
+    not valid UTF-8 (the fast path decodes strictly; this one keeps every byte through
+    surrogateescape).
+    """
     tr = Tracer()
+    field = lambda: f"{codec.name}.{tr.field}".rstrip(".")  # noqa: E731
     try:
-        codec.explain(data, in_stream, abort_tail, tr)
+        return codec.explain(data, in_stream, abort_tail, binary_ok, tr)
     except Fail as f:
-        return DecodeError(
-            f.rule, expected=f.expected, found=f.found, offset=tr.offset,
-            field=f"{codec.name}.{tr.field}".rstrip("."), tag=_tag_of(data),
-        )
+        raise DecodeError(
+            f.rule, expected=f.expected, found=f.found, offset=tr.offset, field=field(),
+            tag=_tag_of(data),
+        ) from None
     except (struct.error, IndexError):
         left = max(len(data) - tr.offset, 0)
-        return DecodeError(
+        raise DecodeError(
             "truncated", expected=tr.expected or "more bytes",
             found=f"{left} byte(s) left" if left else "end of message",
-            offset=tr.offset, field=f"{codec.name}.{tr.field}".rstrip("."), tag=_tag_of(data),
-        )
+            offset=tr.offset, field=field(), tag=_tag_of(data),
+        ) from None
     except Exception as other:  # pragma: no cover - a generator bug, reported as such
-        return DecodeError(
+        raise DecodeError(
             "internal", expected="a decodable message", found=f"{type(other).__name__}: {other}",
-            offset=tr.offset, field=f"{codec.name}.{tr.field}", tag=_tag_of(data),
-        )
-    # The tracing decoder accepted what the fast one refused: a generator bug.
+            offset=tr.offset, field=field(), tag=_tag_of(data),
+        ) from None
+
+
+def explain_failure(
+    codec: Codec, data: bytes, in_stream: bool, abort_tail: bool, exc: BaseException,
+    binary_ok: bool = True,
+) -> DecodeError:
+    """The DecodeError that the tracing decoder finds in *data* (for callers that already
+    know the input is bad)."""
+    try:
+        decode_traced(codec, data, in_stream, abort_tail, binary_ok)
+    except DecodeError as err:
+        return err
     return DecodeError(
         "internal", expected="fast and tracing decoders to agree",
         found=f"{type(exc).__name__}: {exc}", offset=0, field=codec.name, tag=_tag_of(data),
@@ -733,10 +811,12 @@ class Family:
         self.layouts = layouts
         self.known_tags = " ".join(sorted(chr(t) for t in self.by_tag))
 
-    def decode(self, data: bytes, in_stream: bool = False, abort_tail: bool = False) -> Any:
+    def decode(
+        self, data: bytes, in_stream: bool = False, abort_tail: bool = False, binary_ok: bool = True
+    ) -> Any:
         """Decode one message; any failure becomes a precise DecodeError."""
         try:
-            return self.decoders[data[0]](data, in_stream, abort_tail)
+            return self.decoders[data[0]](data, in_stream, abort_tail, binary_ok)
         except KeyError:
             raise DecodeError(
                 "unknown-message-tag",
@@ -746,15 +826,15 @@ class Family:
                 field="tag",
                 tag=chr(data[0]),
             ) from None
-        except IndexError as exc:
+        except IndexError:
             if not data:
                 raise DecodeError(
                     "truncated", expected=f"a {self.what} tag", found="an empty payload",
                     offset=0, field="tag",
                 ) from None
-            raise explain_failure(self.by_tag[data[0]], data, in_stream, abort_tail, exc) from None
-        except (Fail, struct.error, ValueError, TypeError) as exc:
-            raise explain_failure(self.by_tag[data[0]], data, in_stream, abort_tail, exc) from None
+        except (Fail, struct.error, ValueError, TypeError):
+            pass
+        return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
 
     def encode(self, message: Any) -> bytes:
         """Encode a message object of this family."""

@@ -17,9 +17,11 @@ CODECS = FAMILY.codecs
 _DECODERS = FAMILY.decoders
 
 
-def decode_payload(data: bytes, in_stream: bool, abort_tail: bool) -> messages.PgOutputMessage:
+def decode_payload(
+    data: bytes, in_stream: bool, abort_tail: bool, binary_ok: bool = True
+) -> messages.PgOutputMessage:
     """Decode one pgoutput message; any failure becomes a precise DecodeError."""
-    return FAMILY.decode(data, in_stream, abort_tail)  # type: ignore[no-any-return]
+    return FAMILY.decode(data, in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
 
 
 def encode(message: Any) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Union
 
@@ -68,11 +69,23 @@ def decode_message(
     R Y I U D T M carry an xid prefix); ``streaming="parallel"`` makes Stream Abort carry its
     abort LSN and time. Raises :class:`DecodeError` for anything that is not a message.
     """
+    abort_tail = _abort_tail(protocol_version, streaming, in_stream)
+    if type(payload) is not bytes:
+        payload = bytes(payload)
+    try:
+        return _DECODERS[payload[0]](payload, in_stream, abort_tail)  # type: ignore[no-any-return]
+    except Exception:
+        return decode_payload(payload, in_stream, abort_tail)
+
+
+@functools.lru_cache(maxsize=64)
+def _abort_tail(protocol_version: int, streaming: Union[str, bool], in_stream: bool) -> bool:
+    """Validate a decoding context once; the answer is whether Stream Abort has its tail."""
     mode = normalize_streaming(streaming)
     _check_options(protocol_version, mode, False)
     if in_stream and protocol_version < 2:
         raise OptionError("in_stream needs protocol_version >= 2")
-    return decode_payload(bytes(payload), in_stream, mode == "parallel")
+    return mode == "parallel"
 
 
 class PgOutputDecoder:
@@ -124,9 +137,9 @@ class PgOutputDecoder:
             "P": self._on_prepare,
             "R": self._on_relation,
             "Y": self._on_type,
-            "I": self._on_dml,
-            "U": self._on_dml,
-            "D": self._on_dml,
+            "I": self._on_insert,
+            "U": self._on_update,
+            "D": self._on_delete,
             "T": self._on_truncate,
             "M": self._on_message,
             "S": self._on_stream_start,
@@ -135,6 +148,14 @@ class PgOutputDecoder:
             "A": self._on_stream_abort,
             "p": self._on_stream_end,
         }
+        # Binary values are refused by the generated decoder itself when not negotiated
+        # (strict); a lenient decoder accepts them and records a warning.
+        self._binary_ok = self.binary or not self.strict
+        self._lenient_binary = not self.binary and not self.strict
+        #: (state -> tag -> (next state, checks)), from _state.TRANSITIONS and the options.
+        self._table: dict[str, dict[str, tuple[str, Any]]] = {s: {} for s in _state.STATES}
+        for (state, tag), nxt in _state.TRANSITIONS.items():
+            self._table[state][tag] = (nxt, self._handler(tag))
 
     @property
     def options(self) -> dict[str, Any]:
@@ -169,32 +190,54 @@ class PgOutputDecoder:
     def decode(self, payload: bytes) -> m.PgOutputMessage:
         """Decode the next payload of the stream."""
         index = self._index
-        self._index += 1
-        in_stream = self.state == _state.STREAM
+        self._index = index + 1
+        state = self.state
         try:
-            msg = _DECODERS[payload[0]](payload, in_stream, self._abort_tail)
+            msg = _DECODERS[payload[0]](payload, state == _state.STREAM, self._abort_tail, self._binary_ok)
         except Exception:
-            try:
-                msg = decode_payload(bytes(payload), in_stream, self._abort_tail)
-            except DecodeError as err:
-                err.context.update(self._context())
-                raise err.with_index(index) from None
-        tag = msg.tag
-        nxt = _state.TRANSITIONS.get((self.state, tag))
-        if nxt is None:
+            msg = self._decode_slow(payload, index)
+        entry = self._table[state].get(msg.tag)
+        if entry is None:
             self._violation(
-                "unexpected-message", f"one of {_state.EXPECTED[self.state]} in state {self.state}",
-                f"{type(msg).__name__} ({tag!r})", index, tag,
+                "unexpected-message", f"one of {_state.EXPECTED[state]} in state {state}",
+                f"{type(msg).__name__} ({msg.tag!r})", index, msg.tag,
             )
-        needs = _NEEDS.get(tag)
-        if needs is not None:
-            self._check_negotiated(msg, needs, index)
-        check = self._checks.get(tag)
+            # lenient: check the message as if it were legal, and stay in this state
+            entry = (state, self._handler(msg.tag))
+        nxt, check = entry
         if check is not None:
             check(msg, index)
-        if nxt is not None:
-            self.state = nxt
+        self.state = nxt
         return msg
+
+    def _decode_slow(self, payload: bytes, index: int) -> m.PgOutputMessage:
+        in_stream = self.state == _state.STREAM
+        try:
+            return decode_payload(bytes(payload), in_stream, self._abort_tail, self._binary_ok)
+        except DecodeError as err:
+            err.context.update(self._context())
+            raise err.with_index(index) from None
+
+    def _handler(self, tag: str) -> Any:
+        """The checks of one message kind under this decoder's options."""
+        check = self._checks.get(tag)
+        needs = _NEEDS.get(tag)
+        if needs is None or self._negotiated(tag, needs):
+            return check
+
+        def not_negotiated(msg: Any, index: int) -> None:
+            self._check_negotiated(msg, needs, index)
+            if check is not None:
+                check(msg, index)
+
+        return not_negotiated
+
+    def _negotiated(self, tag: str, needs: tuple[int, str]) -> bool:
+        version, option = needs
+        enabled = getattr(self, option) not in (False, "off")
+        if tag == "p":
+            enabled = enabled and self.streaming != "off"
+        return self.protocol_version >= version and enabled
 
     def decode_all(self, payloads: Iterable[bytes]) -> Iterator[m.PgOutputMessage]:
         """Decode every payload in order; then :meth:`finish`."""
@@ -233,11 +276,6 @@ class PgOutputDecoder:
 
     def _check_negotiated(self, msg: m.PgOutputMessage, needs: tuple[int, str], index: int) -> None:
         version, option = needs
-        enabled = getattr(self, option) not in (False, "off")
-        if msg.tag == "p":
-            enabled = enabled and self.streaming != "off"
-        if self.protocol_version >= version and enabled:
-            return
         if msg.tag == "A" and self.streaming == "off":
             # Erratum E-PG18-STRAY-STREAM-ABORT: PostgreSQL 18 may send a Stream Abort for a
             # subtransaction to a client that never asked for streaming. Not an error.
@@ -289,49 +327,68 @@ class PgOutputDecoder:
     def _on_type(self, msg: Any, index: int) -> None:
         self.types[msg.type_oid] = msg
 
-    def _relation(self, msg: Any, index: int) -> m.Relation | None:
+    def _on_insert(self, msg: Any, index: int) -> None:
         rel = self.relations.get(msg.relation_id)
+        if rel is None or len(msg.new_tuple) != len(rel.columns):
+            self._check_tuple(msg, rel, "new_tuple", msg.new_tuple, index)
+        if self._lenient_binary:
+            self._check_binary(msg, "new_tuple", msg.new_tuple, index)
+
+    def _on_update(self, msg: Any, index: int) -> None:
+        rel = self.relations.get(msg.relation_id)
+        ncols = -1 if rel is None else len(rel.columns)
+        old = msg.old_tuple
+        if len(msg.new_tuple) != ncols or (old is not None and len(old) != ncols):
+            if old is not None:
+                self._check_tuple(msg, rel, "old_tuple", old, index)
+            self._check_tuple(msg, rel, "new_tuple", msg.new_tuple, index)
+        if msg.old_kind == "O":
+            self._check_full(msg, rel, index)
+        if self._lenient_binary:
+            if old is not None:
+                self._check_binary(msg, "old_tuple", old, index)
+            self._check_binary(msg, "new_tuple", msg.new_tuple, index)
+
+    def _on_delete(self, msg: Any, index: int) -> None:
+        rel = self.relations.get(msg.relation_id)
+        if rel is None or len(msg.old_tuple) != len(rel.columns):
+            self._check_tuple(msg, rel, "old_tuple", msg.old_tuple, index)
+        if msg.old_kind == "O":
+            self._check_full(msg, rel, index)
+        if self._lenient_binary:
+            self._check_binary(msg, "old_tuple", msg.old_tuple, index)
+
+    def _check_tuple(self, msg: Any, rel: m.Relation | None, field: str, values: Any, index: int) -> None:
+        name = type(msg).__name__
         if rel is None:
             self._violation(
                 "unknown-relation", "a Relation message for this OID earlier in the stream",
-                f"relation_id {msg.relation_id} never described", index, msg.tag,
-                f"{type(msg).__name__}.relation_id",
+                f"relation_id {msg.relation_id} never described", index, msg.tag, f"{name}.relation_id",
             )
-        return rel
+        elif len(values) != len(rel.columns):
+            self._violation(
+                "column-count-mismatch",
+                f"{len(rel.columns)} columns (relation {rel.namespace}.{rel.name})",
+                f"{len(values)} columns", index, msg.tag, f"{name}.{field}",
+            )
 
-    def _on_dml(self, msg: Any, index: int) -> None:
-        rel = self._relation(msg, index)
-        name = type(msg).__name__
-        tuples = []
-        if isinstance(msg, m.Insert):
-            tuples.append(("new_tuple", msg.new_tuple))
-        elif isinstance(msg, m.Update):
-            if msg.old_tuple is not None:
-                tuples.append(("old_tuple", msg.old_tuple))
-            tuples.append(("new_tuple", msg.new_tuple))
-        else:
-            tuples.append(("old_tuple", msg.old_tuple))
-        for field, values in tuples:
-            if rel is not None and len(values) != len(rel.columns):
+    def _check_binary(self, msg: Any, field: str, values: Any, index: int) -> None:
+        # Only reached in lenient mode: strict decoders refuse 'b' values while decoding.
+        for pos, value in enumerate(values):
+            if type(value) is bytes:
                 self._violation(
-                    "column-count-mismatch",
-                    f"{len(rel.columns)} columns (relation {rel.namespace}.{rel.name})",
-                    f"{len(values)} columns", index, msg.tag, f"{name}.{field}",
+                    "binary-not-negotiated", "no 'b' value without binary = true", "a 'b' value",
+                    index, msg.tag, f"{type(msg).__name__}.{field}[{pos}]",
                 )
-            if not self.binary:
-                for pos, value in enumerate(values):
-                    if type(value) is bytes:
-                        self._violation(
-                            "binary-not-negotiated", "no 'b' value without binary = true",
-                            "a 'b' value", index, msg.tag, f"{name}.{field}[{pos}]",
-                        )
-                        break
-        if getattr(msg, "old_kind", None) == "O" and rel is not None and rel.replica_identity != "f":
+                return
+
+    def _check_full(self, msg: Any, rel: m.Relation | None, index: int) -> None:
+        if rel is not None and rel.replica_identity != "f":
             # Old tuples are sent only under REPLICA IDENTITY FULL (docs: Update, Delete).
             self._violation(
                 "old-tuple-without-full-identity", "'O' only for REPLICA IDENTITY FULL",
                 f"'O' for replica identity {rel.replica_identity!r}", index, msg.tag,
-                f"{name}.old_kind",
+                f"{type(msg).__name__}.old_kind",
             )
 
     def _on_truncate(self, msg: Any, index: int) -> None:
