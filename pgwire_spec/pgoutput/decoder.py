@@ -11,6 +11,8 @@ from . import _state
 from . import messages as m
 from ._codec import _DECODERS, decode_payload
 
+_STREAM = _state.STREAM
+
 __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming"]
 
 Streaming = Literal["off", "on", "parallel"]
@@ -154,8 +156,11 @@ class PgOutputDecoder:
         self._lenient_binary = not self.binary and not self.strict
         #: (state -> tag -> (next state, checks)), from _state.TRANSITIONS and the options.
         self._table: dict[str, dict[str, tuple[str, Any]]] = {s: {} for s in _state.STATES}
+        self._fast: dict[str, dict[int, tuple[Any, str, Any]]] = {s: {} for s in _state.STATES}
         for (state, tag), nxt in _state.TRANSITIONS.items():
-            self._table[state][tag] = (nxt, self._handler(tag))
+            handler = self._handler(tag)
+            self._table[state][tag] = (nxt, handler)
+            self._fast[state][ord(tag)] = (_DECODERS[ord(tag)], nxt, handler)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -193,9 +198,18 @@ class PgOutputDecoder:
         self._index = index + 1
         state = self.state
         try:
-            msg = _DECODERS[payload[0]](payload, state == _state.STREAM, self._abort_tail, self._binary_ok)
+            # (decoder, next state, checks) of this tag in this state: one lookup
+            fn, nxt, check = self._fast[state][payload[0]]
+            msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
         except Exception:
-            msg = self._decode_slow(payload, index)
+            pass
+        else:
+            if check is not None:
+                check(msg, index)
+            self.state = nxt
+            return msg
+        # The slow path: bad bytes, non-UTF-8 text, or a message not legal here.
+        msg = self._decode_slow(payload, index)
         entry = self._table[state].get(msg.tag)
         if entry is None:
             self._violation(
