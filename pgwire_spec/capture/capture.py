@@ -242,13 +242,13 @@ def capture(
                 say(f"pg{server.major}: {opts.name}: refused ({rejected[opts.name]})")
                 continue
             key = tuple(r.data for r in rows)
-            if key in seen:
+            if key in seen and not opts.keep:
                 equivalents.setdefault(seen[key], []).append(opts.name)
                 say(f"pg{server.major}: {opts.name}: same bytes as {groups[seen[key]].name}")
                 continue
             group = build_group(opts.name, opts, slot.rsplit("_", 2)[0], rows, major=server.major,
                                 relation_flags=rel_flags.get(opts.publication))
-            seen[key] = len(groups)
+            seen.setdefault(key, len(groups))
             groups.append(group)
             say(f"pg{server.major}: {opts.name}: {len(rows)} payloads, {len(group.cases)} cases kept")
         groups = [

@@ -52,6 +52,10 @@ class OptionSet:
     #: ``None``: not sent (the server's default, ``any``).
     origin: str | None = None
     extra: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    #: Keep this set even when its bytes equal an earlier set's: the decoding context
+    #: differs in a way decoders get wrong (protocol 4 with streaming = on: no Stream Abort
+    #: tail, erratum E-STREAM-ABORT-TAIL).
+    keep: bool = False
 
     def pgoutput_options(self) -> dict[str, str]:
         """The options as pgoutput receives them (names and text values), in the order a
@@ -95,7 +99,7 @@ def option_sets(major: int, publication: str, extra_publications: tuple[str, ...
     for proto in range(2, top + 1):
         p = f"p{proto}"
         sets.append(OptionSet(p, proto, pub))
-        sets.append(OptionSet(f"{p}-streaming", proto, pub, streaming="on"))
+        sets.append(OptionSet(f"{p}-streaming", proto, pub, streaming="on", keep=proto >= 4))
         if proto >= 4 and "parallel" in streaming_values:
             sets.append(OptionSet(f"{p}-parallel", proto, pub, streaming="parallel"))
         if proto >= 3 and "two_phase" in accepted:

@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check cases one by one only, not each group replayed as a stream")
     p.add_argument("--max-errors", type=int, default=50, help="mismatches to print (default: 50)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--stats", action="store_true",
+                   help="print a Markdown table of cases per major and message kind, then verify")
     p.add_argument("--drift", action="store_true",
                    help="re-capture the built-in workload live and compare with the stored files")
     p.add_argument("--providers", default="npm", help=f"with --drift: providers among {', '.join(PROVIDERS)}")
@@ -39,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.drift:
         return _drift(args)
+    if args.stats:
+        from ..capture.stats import corpus_table
+
+        print(corpus_table(args.paths))
     report = verify_paths(args.paths, sequence=not args.no_sequence)
     if args.json:
         print(json.dumps({

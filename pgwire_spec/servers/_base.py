@@ -33,6 +33,7 @@ __all__ = [
     "Provider",
     "LocalCluster",
     "CAPTURE_SETTINGS",
+    "SETTING_SINCE",
     "free_port",
     "server_user",
     "cache_dir",
@@ -88,6 +89,9 @@ CAPTURE_SETTINGS: dict[str, str] = {
     "timezone": "UTC",
     "log_min_messages": "warning",
 }
+
+#: Settings that exist only from a major on (older servers refuse unknown settings).
+SETTING_SINCE: dict[str, int] = {"logical_decoding_work_mem": 13}
 
 _LIVE: weakref.WeakSet[Provider] = weakref.WeakSet()
 
@@ -261,10 +265,27 @@ class LocalCluster:
         return {"user": uid, "group": gid, "extra_groups": []}
 
     # -- life cycle ------------------------------------------------------------------------
+    def binary_major(self) -> int:
+        """The major of the binaries (``postgres --version``)."""
+        postgres = self._binary("postgres")
+        try:
+            out = subprocess.run([postgres, "--version"], capture_output=True, text=True, timeout=30,
+                                 env=self._env())
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ServerError(f"cannot run {postgres} --version: {exc}") from None
+        for word in out.stdout.split():
+            head = word.split(".")[0]
+            if head.isdigit():
+                return int(head)
+        raise ServerError(f"expected '{postgres} --version' to print a version, found {out.stdout.strip()!r} "
+                          f"{out.stderr.strip()[-300:]!r}")
+
     def start(self) -> tuple[str, int]:
         """Create and start the cluster; return (host, port)."""
         initdb = self._binary("initdb")
         postgres = self._binary("postgres")
+        major = self.binary_major()
+        self.settings = {k: v for k, v in self.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         self.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
         data, sock, log = self.root / "data", self.root / "sock", self.root / "postgres.log"
         sock.mkdir()
