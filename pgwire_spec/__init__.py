@@ -117,3 +117,8 @@ def encode(message: Any) -> bytes:
     if fn is None:
         raise EncodeError(f"not a message this package encodes: {type(message).__name__}")
     return fn(message)  # type: ignore[no-any-return]
+
+
+# The v3 frontend/backend messages register their encoder and JSON form on import, so that
+# encode() and from_json() know them without an explicit import of pgwire_spec.wire.
+from . import wire as _wire  # noqa: E402,F401
