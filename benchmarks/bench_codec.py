@@ -137,27 +137,39 @@ def construct_encoder(compiled: bool) -> Callable[[Any], bytes]:
     return enc
 
 
-def measure(fn: Callable[[Any], Any], items: list[Any], repeat: int) -> float:
-    """Median messages per second over *repeat* passes."""
-    rates = []
+def measure_interleaved(
+    contenders: dict[str, Callable[[], Callable[[Any], Any]]], items: list[Any], repeat: int
+) -> dict[str, float]:
+    """Median messages per second of each contender; passes interleaved (A B C A B C …) so
+    that load from elsewhere on the machine hits all of them alike. Each contender is a
+    factory, called before every pass (stateful decoders start fresh)."""
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for x in items:
-            fn(x)
-        rates.append(len(items) / (time.perf_counter() - t0))
-    return statistics.median(rates)
+        for name, factory in contenders.items():
+            fn = factory()
+            t0 = time.perf_counter()
+            for x in items:
+                fn(x)
+            rates[name].append(len(items) / (time.perf_counter() - t0))
+    return {name: statistics.median(r) for name, r in rates.items()}
 
 
-def stateful(payloads: list[bytes]) -> Callable[[bytes], Any]:
-    decoder = PgOutputDecoder()
-    state = {"d": decoder}
-
-    def decode(d: bytes) -> Any:
-        if d[0] == 66 and state["d"].state != "idle":  # a new pass: start over
-            state["d"] = PgOutputDecoder()
-        return state["d"].decode(d)
-
-    return decode
+def segments(payloads: list[bytes]) -> dict[str, list[bytes]]:
+    """The whole stream, its bulk transactions (> 50 changes) and its small ones."""
+    bulk: list[bytes] = []
+    small: list[bytes] = []
+    current: list[bytes] = []
+    for p in payloads:
+        current.append(p)
+        if p[0] == ord("C"):
+            (bulk if len(current) > 52 else small).extend(current)
+            current = []
+    # A segment starts with the stream's Relation messages (wrapped in its first
+    # transaction's Begin and Commit), so the stateful decoder knows every relation.
+    first_begin = next(p for p in payloads if p[0] == ord("B"))
+    first_commit = next(p for p in payloads if p[0] == ord("C"))
+    prefix = [first_begin] + [p for p in payloads if p[0] == ord("R")] + [first_commit]
+    return {"whole stream": payloads, "bulk transactions": prefix + bulk, "small transactions": prefix + small}
 
 
 def main() -> None:
@@ -171,52 +183,63 @@ def main() -> None:
     for p, m in zip(payloads, messages):
         assert encode(m) == p
 
-    rows: list[tuple[str, float]] = []
-    dec_state = PgOutputDecoder()
-
-    def stateful_pass(d: bytes) -> Any:
-        return dec_state.decode(d)
-
-    def run_stateful() -> float:
-        rates = []
-        for _ in range(args.repeat):
-            nonlocal dec_state
-            dec_state = PgOutputDecoder()
-            t0 = time.perf_counter()
-            for p in payloads:
-                stateful_pass(p)
-            rates.append(len(payloads) / (time.perf_counter() - t0))
-        return statistics.median(rates)
-
-    rows.append(("pgwire_spec PgOutputDecoder (stateful, strict)", run_stateful()))
-    rows.append(("pgwire_spec decode_message (stateless)", measure(decode_message, payloads, args.repeat)))
     pyp = pypgoutput_decoder()
+    decoders: dict[str, Callable[[], Callable[[Any], Any]]] = {
+        "pgwire_spec PgOutputDecoder (stateful, strict)": lambda: PgOutputDecoder().decode,
+        "pgwire_spec decode_message (stateless)": lambda: decode_message,
+    }
     if pyp is not None:
-        rows.append(("pypgoutput 0.0.3", measure(pyp, payloads, args.repeat)))
-    rows.append(("construct 2.10.70 interpreted parse", measure(construct_decoder(False), payloads, max(1, args.repeat // 3))))
-    rows.append(("construct 2.10.70 compiled parse", measure(construct_decoder(True), payloads, args.repeat)))
-    rows.append(("bare struct.unpack loop (builds nothing)", measure(bare_struct, payloads, args.repeat)))
+        decoders["pypgoutput 0.0.3"] = lambda: pyp
+    decoders["bare struct.unpack loop (builds nothing)"] = lambda: bare_struct
+    slow = {
+        "construct 2.10.70 interpreted parse": construct_decoder(False),
+        "construct 2.10.70 compiled parse": construct_decoder(True),
+    }
+    ours = "pgwire_spec PgOutputDecoder (stateful, strict)"
+    results: dict[str, Any] = {}
+    print(f"Real PostgreSQL 15 stream, protocol 1 ({DATA.name}); median of {args.repeat} interleaved passes\n")
+    for seg_name, items in segments(payloads).items():
+        rates = measure_interleaved(decoders, items, args.repeat)
+        if seg_name == "whole stream":
+            rates.update(measure_interleaved({k: (lambda f=f: f) for k, f in slow.items()}, items,
+                                             max(1, args.repeat // 3)))
+        results[seg_name] = rates
+        print(f"### decode, {seg_name}: {len(items)} messages\n")
+        print("| decoder | messages/s | pgwire_spec stateful ÷ this |")
+        print("|---|---:|---:|")
+        for name, rate in rates.items():
+            print(f"| {name} | {rate:,.0f} | {rates[ours] / rate:.2f}x |")
+        print()
 
-    enc_rows = [
-        ("pgwire_spec encode", measure(encode, messages, args.repeat)),
-        ("construct 2.10.70 interpreted build", measure(construct_encoder(False), messages, max(1, args.repeat // 3))),
-        ("construct 2.10.70 compiled build", measure(construct_encoder(True), messages, args.repeat)),
-    ]
+    # per message kind, stateless decoders (stateful checks need the whole stream)
+    print("### decode per message kind (stateless), messages/s\n")
+    print("| kind | count | pgwire_spec decode_message | pypgoutput | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    per_kind = {}
+    for tag in "BRIUDTC":
+        items = [p for p in payloads if p[0] == ord(tag)]
+        if not items or pyp is None:
+            continue
+        r = measure_interleaved({"ours": lambda: decode_message, "pyp": lambda: pyp}, items, args.repeat)
+        per_kind[tag] = r
+        print(f"| {tag} | {len(items)} | {r['ours']:,.0f} | {r['pyp']:,.0f} | {r['ours'] / r['pyp']:.2f}x |")
+    results["per kind"] = per_kind
 
-    base = dict(rows)
-    ours = base["pgwire_spec PgOutputDecoder (stateful, strict)"]
-    print(f"{len(payloads)} real PostgreSQL 15 payloads (protocol 1), median of {args.repeat} passes\n")
-    print("| decoder | messages/s | pgwire_spec stateful ÷ this |")
+    encoders = {
+        "pgwire_spec encode": lambda: encode,
+        "construct 2.10.70 interpreted build": lambda: construct_encoder(False),
+        "construct 2.10.70 compiled build": lambda: construct_encoder(True),
+    }
+    sample = messages[: min(len(messages), 3000)]
+    enc = measure_interleaved(encoders, sample, max(3, args.repeat // 2))
+    results["encode"] = enc
+    print(f"\n### encode: {len(sample)} messages of the same stream\n")
+    print("| encoder | messages/s | pgwire_spec ÷ this |")
     print("|---|---:|---:|")
-    for name, rate in rows:
-        print(f"| {name} | {rate:,.0f} | {ours / rate:.2f}x |")
-    enc_ours = enc_rows[0][1]
-    print("\n| encoder | messages/s | pgwire_spec ÷ this |")
-    print("|---|---:|---:|")
-    for name, rate in enc_rows:
-        print(f"| {name} | {rate:,.0f} | {enc_ours / rate:.2f}x |")
+    for name, rate in enc.items():
+        print(f"| {name} | {rate:,.0f} | {enc['pgwire_spec encode'] / rate:.2f}x |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"decode": rows, "encode": enc_rows}, indent=1))
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

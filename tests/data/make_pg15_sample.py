@@ -80,6 +80,12 @@ def main() -> None:
             for stmt in WORKLOAD.strip().split(";\n"):
                 if stmt.strip():
                     conn.execute(stmt)
+            # then 300 small OLTP-style transactions, as a CDC pipeline mostly sees them
+            for i in range(1, 301):
+                with conn.transaction():
+                    conn.execute("UPDATE accounts SET amount = amount - 1 WHERE id = %s", (i,))
+                    conn.execute("INSERT INTO events (kind, payload, at) VALUES ('debit', %s, now())",
+                                 (json.dumps({"account": i, "amount": 1}),))
             lines: list[dict[str, object]] = [{"server_version": version, "option_sets": OPTION_SETS}]
             for index, options in enumerate(OPTION_SETS):
                 args = [x for kv in options.items() for x in kv]
