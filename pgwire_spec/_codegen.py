@@ -106,7 +106,7 @@ def _fmt(node: FormatField) -> str:
         raise TypeError(f"format without byte order: {fmt!r}")
     if fmt[0] != ">":
         raise TypeError(f"only big-endian formats are used by the protocol, got {fmt!r}")
-    return fmt[1:]
+    return str(fmt[1:])
 
 
 def _size(fmt: str) -> int:
@@ -748,7 +748,10 @@ def decode_traced(
     surrogateescape).
     """
     tr = Tracer()
-    field = lambda: f"{codec.name}.{tr.field}".rstrip(".")  # noqa: E731
+
+    def field() -> str:
+        return f"{codec.name}.{tr.field}".rstrip(".")
+
     try:
         return codec.explain(data, in_stream, abort_tail, binary_ok, tr)
     except Fail as f:
@@ -843,7 +846,7 @@ class Family:
         except KeyError:
             raise EncodeError(f"not a {self.what}: {type(message).__name__}") from None
         try:
-            return fn(message)  # type: ignore[no-any-return]
+            return fn(message)
         except EncodeError:
             raise
         except (struct.error, TypeError, AttributeError, UnicodeError, OverflowError) as exc:

@@ -19,7 +19,6 @@ from construct import Array, Const, FocusedSeq, FormatField, IfThenElse, Rebuild
 from . import _primitives as P
 from .jsonform import _FIELDS, FORMAT_VERSION
 from .pgoutput import grammar as pg_grammar
-from .replication import grammar as repl_grammar
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 

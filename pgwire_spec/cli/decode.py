@@ -90,10 +90,9 @@ def run(args: argparse.Namespace) -> int:
         strict=not args.lenient,
     )
     out = sys.stdout
-    index = -1
     with open_input(args.input) as stream:
         try:
-            for index, payload in enumerate(_payloads(args.format, stream)):
+            for payload in _payloads(args.format, stream):
                 if payload and payload[0] in _REPLICATION_TAGS:
                     wrapper = REPLICATION.decode(payload)
                     obj = to_json(wrapper)
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         except DecodeError as err:
             out.flush()
             if err.index is None:
-                err.with_index(max(index, 0))
+                err.with_index(decoder.index)  # the payload the input failed to give
             print(f"pgwire-spec decode: error: {err}", file=sys.stderr)
             print(json.dumps({"error": err.as_dict()}), file=sys.stderr)
             return 1

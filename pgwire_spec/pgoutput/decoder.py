@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..errors import DecodeError, OptionError
 from . import _state
@@ -36,7 +36,7 @@ _FLAG_ZERO = (m.Commit, m.StreamCommit, m.Prepare, m.CommitPrepared, m.RollbackP
               m.StreamPrepare)
 
 
-def normalize_streaming(value: Union[str, bool, None]) -> Streaming:
+def normalize_streaming(value: str | bool | None) -> Streaming:
     """``True``/``"on"`` -> ``"on"``; ``False``/``None``/``"off"`` -> ``"off"``; ``"parallel"``."""
     if value is True or value == "on" or value == "true":
         return "on"
@@ -62,7 +62,7 @@ def decode_message(
     payload: bytes,
     *,
     protocol_version: int = 1,
-    streaming: Union[str, bool] = "off",
+    streaming: str | bool = "off",
     in_stream: bool = False,
 ) -> m.PgOutputMessage:
     """Decode one pgoutput payload without sequence state.
@@ -81,7 +81,7 @@ def decode_message(
 
 
 @functools.lru_cache(maxsize=64)
-def _abort_tail(protocol_version: int, streaming: Union[str, bool], in_stream: bool) -> bool:
+def _abort_tail(protocol_version: int, streaming: str | bool, in_stream: bool) -> bool:
     """Validate a decoding context once; the answer is whether Stream Abort has its tail."""
     mode = normalize_streaming(streaming)
     _check_options(protocol_version, mode, False)
@@ -106,7 +106,7 @@ class PgOutputDecoder:
     def __init__(
         self,
         protocol_version: int = 1,
-        streaming: Union[str, bool] = "off",
+        streaming: str | bool = "off",
         two_phase: bool = False,
         binary: bool = False,
         messages: bool = False,
@@ -200,7 +200,7 @@ class PgOutputDecoder:
         try:
             # (decoder, next state, checks) of this tag in this state: one lookup
             fn, nxt, check = self._fast[state][payload[0]]
-            msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
+            msg: m.PgOutputMessage = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
         except Exception:
             pass
         else:

@@ -28,8 +28,8 @@ from construct import (
     If,
     Optional,
     Pass,
-    Rebuild,
     PrefixedArray,
+    Rebuild,
     Struct,
     Switch,
     len_,
@@ -37,13 +37,13 @@ from construct import (
 )
 
 from .._primitives import (
-    UNCHANGED,
-    Byten32,
-    Bool8,
-    Char,
-    CharIn,
     ENCODING,
     ERRORS,
+    UNCHANGED,
+    Bool8,
+    Byten32,
+    Char,
+    CharIn,
     Int8,
     Int32,
     Oid,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from .._primitives import UNCHANGED, Unchanged
 from ..lsn import timestamp_to_datetime
@@ -49,7 +49,7 @@ __all__ = [
     "tuple_kinds",
 ]
 
-ColumnValue = Union[str, bytes, None, Unchanged]
+ColumnValue = str | bytes | None | Unchanged
 TupleData = tuple[ColumnValue, ...]
 
 

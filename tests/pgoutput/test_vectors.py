@@ -6,7 +6,6 @@ import pytest
 
 from pgwire_spec import DecodeError, decode_message, encode, from_json, to_json
 from pgwire_spec.pgoutput.messages import MESSAGE_TYPES
-
 from tests.pgoutput.vectors import VECTORS, Vector
 
 IDS = [v.name for v in VECTORS]
