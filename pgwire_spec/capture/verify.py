@@ -7,6 +7,7 @@ A failure names the case id, the byte offset and the field path.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -80,11 +81,24 @@ def _trace(data: bytes, in_stream: bool, abort_tail: bool) -> tuple[Codec | None
     if codec is None:
         return None, []
     rec = _Recorder()
+    args: tuple[Any, ...] = (data, in_stream, abort_tail, True, rec) if _takes_binary_ok(codec) else (
+        data, in_stream, abort_tail, rec)
     try:
-        codec.explain(data, in_stream, abort_tail, rec)
+        codec.explain(*args)
     except Exception:  # the trace up to the failure is what we want
         pass
     return codec, rec.steps
+
+
+_BINARY_OK: dict[str, bool] = {}
+
+
+def _takes_binary_ok(codec: Codec) -> bool:
+    # The generated tracers gained a binary_ok parameter; accept both signatures.
+    known = _BINARY_OK.get(codec.name)
+    if known is None:
+        known = _BINARY_OK[codec.name] = "binary_ok" in inspect.signature(codec.explain).parameters
+    return known
 
 
 def field_at(data: bytes, offset: int, in_stream: bool = False, abort_tail: bool = False) -> str | None:

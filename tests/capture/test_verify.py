@@ -1,0 +1,150 @@
+"""verify-fixtures: planted mismatches are reported with case id, byte offset and field
+path; bad inputs are clear errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pgwire_spec.capture import FixtureError, read_fixture, verify_paths, write_fixture
+from pgwire_spec.capture.verify import field_at
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+PG16 = FIXTURES / "pg16-builtin.json.gz"
+
+
+def _doc() -> dict:
+    return json.loads(gzip.decompress(PG16.read_bytes()))
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "planted.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _find(doc: dict, group: str, tag: str) -> dict:
+    g = next(g for g in doc["groups"] if g["name"] == group)
+    return next(c for c in g["cases"] if c["tag"] == tag)
+
+
+def test_a_flipped_byte_is_reported_with_id_offset_and_field(tmp_path: Path) -> None:
+    doc = _doc()
+    case = _find(doc, "p1", "I")
+    data = bytearray.fromhex(case["hex"])
+    # relation_id starts at offset 1 (no xid prefix outside a stream)
+    data[4] ^= 0x01
+    case["hex"] = data.hex()
+    report = verify_paths([_write(tmp_path, doc)])
+    bad = {m.check: m for m in report.mismatches if m.case_id == case["id"]}
+    # the changed OID decodes, but not to the expected JSON; and no Relation describes it
+    assert set(bad) == {"json", "sequence"}
+    assert bad["json"].offset == 1 and bad["json"].field == "Insert.relation_id"
+    assert "unknown-relation" in bad["sequence"].detail
+
+
+def test_a_wrong_expected_value_is_reported_with_its_field_path(tmp_path: Path) -> None:
+    doc = _doc()
+    case = _find(doc, "p1", "I")
+    case["expected"]["new_tuple"][1]["text"] = "not what the server sent"
+    report = verify_paths([_write(tmp_path, doc)])
+    assert len(report.mismatches) == 1
+    m = report.mismatches[0]
+    assert (m.case_id, m.check, m.field) == (case["id"], "json", "Insert.new_tuple[1].text")
+    data = bytes.fromhex(case["hex"])
+    # tag, relation_id, 'N', column count, then column 0 ('t', length 1, "1"): column 1 at 15
+    assert m.offset == 1 + 4 + 1 + 2 + (1 + 4 + 1)
+    assert field_at(data, m.offset) == "Insert.new_tuple[1].kind"
+
+
+def test_a_truncated_payload_is_a_decode_mismatch(tmp_path: Path) -> None:
+    doc = _doc()
+    case = _find(doc, "p1", "R")
+    case["hex"] = case["hex"][:20]
+    report = verify_paths([_write(tmp_path, doc)], sequence=False)
+    m = next(m for m in report.mismatches if m.case_id == case["id"])
+    assert m.check == "decode" and m.offset is not None and m.field.startswith("Relation.")
+
+
+def test_a_wrong_stream_context_is_reported(tmp_path: Path) -> None:
+    doc = _doc()
+    g = next(g for g in doc["groups"] if g["name"] == "p4-streaming")
+    case = next(c for c in g["cases"] if c["in_stream"] and c["tag"] == "I")
+    case["in_stream"] = False
+    report = verify_paths([_write(tmp_path, doc)])
+    checks = {m.check for m in report.mismatches if m.case_id == case["id"]}
+    assert "context" in checks
+
+
+def test_cli_prints_id_offset_field_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int]) -> None:
+    doc = _doc()
+    case = _find(doc, "p2-streaming", "C")
+    case["expected"]["end_lsn"] = "0/0"
+    path = _write(tmp_path, doc)
+    assert run_cli("verify-fixtures", str(path)) == 1
+    out = capsys.readouterr().out
+    assert f"{case['id']}: json mismatch (byte offset 10, field Commit.end_lsn)" in out
+    assert "1 mismatch(es) in 1 case(s)" in out
+
+
+def test_cli_passes_on_the_corpus(capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int]) -> None:
+    assert run_cli("verify-fixtures", str(FIXTURES)) == 0
+    assert "all match" in capsys.readouterr().out
+
+
+def test_cli_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int]) -> None:
+    assert run_cli("verify-fixtures", "--json", str(PG16)) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["files"] == 1 and report["cases"] == len(read_fixture(PG16).cases)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "expected a fixture file (JSON, optionally gzip), found invalid data"),
+    (b'{"format": "other"}', "expected format 'pgwire-spec/pgoutput-fixtures', found 'other'"),
+    (b'{"format": "pgwire-spec/pgoutput-fixtures", "formatVersion": 1, "server": {"version": "16.1", "major": 16}, '
+     b'"workload": "w", "groups": [{"name": "g", "options": {}, "context": {"protocol_version": 1}, '
+     b'"cases": [{"id": "x"}]}]}', "groups[0].cases[0]: expected a field 'index', found none"),
+    (gzip.compress(b"[]")[:-4], "found invalid data"),
+])
+def test_corrupt_fixture_files_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int],
+                                                content: bytes, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(FixtureError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        read_fixture(path)
+    assert run_cli("verify-fixtures", str(path)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pgwire-spec verify-fixtures: error:") and "Traceback" not in err
+
+
+def test_missing_paths_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int]) -> None:
+    assert run_cli("verify-fixtures", str(tmp_path / "nope.json")) == 1
+    assert f"fixture path {tmp_path / 'nope.json'} does not exist" in capsys.readouterr().err
+    assert run_cli("verify-fixtures", str(tmp_path)) == 1
+    assert "expected fixture files" in capsys.readouterr().err
+
+
+def test_write_then_read_round_trips(tmp_path: Path) -> None:
+    fx = read_fixture(PG16)
+    for name in ("copy.json", "copy.json.gz"):
+        path = write_fixture(fx, tmp_path / name)
+        again = read_fixture(path)
+        assert again.groups == fx.groups and again.notes == fx.notes
+        assert verify_paths([path]).ok
+    # the same capture gives the same bytes (no gzip timestamp)
+    assert write_fixture(fx, tmp_path / "a.json.gz").read_bytes() == write_fixture(fx, tmp_path / "b.json.gz").read_bytes()
+    assert write_fixture(fx, tmp_path / "c.json.gz").read_bytes() == PG16.read_bytes()
+
+
+def test_the_schema_accepts_the_corpus_and_rejects_a_broken_case() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((FIXTURES.parent / "spec" / "fixtures.schema.json").read_text())
+    doc = _doc()
+    jsonschema.validate(doc, schema)
+    doc["groups"][0]["cases"][0]["hex"] = "zz"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)
