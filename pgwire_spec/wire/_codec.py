@@ -17,8 +17,7 @@ from typing import Any
 
 from construct import Const, FormatField, Renamed, Struct
 
-from .. import _codegen
-from .._codegen import _FMT_NAMES, Codec, Fail, Family, _fmt, generate
+from .._codegen import _FMT_NAMES, Codec, Fail, Family, _fmt, decode_traced, generate
 from ..errors import DecodeError, EncodeError
 from . import grammar
 from .messages import (
@@ -131,7 +130,7 @@ def decode_body(
     # The tracing decoder: a precise error, or the message when only the fast path's
     # strict UTF-8 refused its text.
     try:
-        return _traced(codec, body)
+        return decode_traced(codec, body, False, False)  # type: ignore[no-any-return]
     except DecodeError as err:
         raise DecodeError(
             err.rule,
@@ -143,16 +142,6 @@ def decode_body(
             index=index,
             context=context,
         ) from None
-
-
-def _traced(codec: Codec, body: bytes) -> WireMessage:
-    """The tracing decoder's message, or its precise DecodeError."""
-    traced = getattr(_codegen, "decode_traced", None)
-    if traced is not None:
-        return traced(codec, body, False, False)  # type: ignore[no-any-return]
-    # A generator without decode_traced decodes text the same way on both paths: a failure
-    # of the fast path is a failure of the tracing one.
-    raise _codegen.explain_failure(codec, body, False, False, ValueError())  # type: ignore[attr-defined]
 
 
 class _Hint:

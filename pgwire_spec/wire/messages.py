@@ -71,14 +71,12 @@ class WireMessage:
     sender: ClassVar[str]
 
 
-_dc = dataclass(frozen=True, slots=True)
-
 # =========================================================================================
 # Startup phase (F, untagged)
 # =========================================================================================
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CancelRequest(WireMessage):
     """Sent on a new connection instead of a StartupMessage, to cancel a running query."""
 
@@ -89,7 +87,7 @@ class CancelRequest(WireMessage):
     secret_key: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class GSSENCRequest(WireMessage):
     """Asks for GSSAPI encryption; the server answers one byte, 'G' or 'N'."""
 
@@ -97,7 +95,7 @@ class GSSENCRequest(WireMessage):
     sender: ClassVar[str] = "F"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class SSLRequest(WireMessage):
     """Asks for TLS; the server answers one byte, 'S' or 'N'."""
 
@@ -105,7 +103,7 @@ class SSLRequest(WireMessage):
     sender: ClassVar[str] = "F"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StartupMessage(WireMessage):
     """The first message of a session: protocol version and connection parameters
     (``user``, ``database``, ``replication`` …) in the order the client sent them."""
@@ -129,7 +127,7 @@ class StartupMessage(WireMessage):
         return self.protocol_version & 0xFFFF
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class SSLResponse(WireMessage):
     """The server's single-byte answer to SSLRequest: 'S' (go ahead with TLS) or 'N'.
     Not a framed message: one byte, no tag, no length."""
@@ -139,7 +137,7 @@ class SSLResponse(WireMessage):
     accepted: bool
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class GSSENCResponse(WireMessage):
     """The server's single-byte answer to GSSENCRequest: 'G' or 'N'."""
 
@@ -153,7 +151,7 @@ class GSSENCResponse(WireMessage):
 # =========================================================================================
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyData(WireMessage):
     """'d' (both directions): in CopyBoth mode, one replication message (XLogData,
     keepalive, status update …; see :func:`pgwire_spec.decode_copy_data`)."""
@@ -163,7 +161,7 @@ class CopyData(WireMessage):
     data: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyDone(WireMessage):
     """'c' (both directions)."""
 
@@ -171,7 +169,7 @@ class CopyDone(WireMessage):
     sender: ClassVar[str] = "FB"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyFail(WireMessage):
     """'f'."""
 
@@ -180,7 +178,7 @@ class CopyFail(WireMessage):
     message: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class PasswordMessage(WireMessage):
     """'p' in answer to AuthenticationCleartextPassword or AuthenticationMD5Password."""
 
@@ -189,7 +187,7 @@ class PasswordMessage(WireMessage):
     password: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Query(WireMessage):
     """'Q': a simple query (in a walsender, also a replication command)."""
 
@@ -198,7 +196,7 @@ class Query(WireMessage):
     sql: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class SASLInitialResponse(WireMessage):
     """'p' in answer to AuthenticationSASL. ``data`` is None when the client sent no
     initial response (length -1)."""
@@ -209,7 +207,7 @@ class SASLInitialResponse(WireMessage):
     data: bytes | None
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class SASLResponse(WireMessage):
     """'p' in answer to AuthenticationSASLContinue."""
 
@@ -218,7 +216,7 @@ class SASLResponse(WireMessage):
     data: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Terminate(WireMessage):
     """'X'."""
 
@@ -231,7 +229,7 @@ class Terminate(WireMessage):
 # =========================================================================================
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationOk(WireMessage):
     """'R' code 0."""
 
@@ -239,7 +237,7 @@ class AuthenticationOk(WireMessage):
     sender: ClassVar[str] = "B"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationCleartextPassword(WireMessage):
     """'R' code 3."""
 
@@ -247,7 +245,7 @@ class AuthenticationCleartextPassword(WireMessage):
     sender: ClassVar[str] = "B"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationMD5Password(WireMessage):
     """'R' code 5: the client answers ``"md5" + md5hex(md5hex(password + user) + salt)``."""
 
@@ -257,7 +255,7 @@ class AuthenticationMD5Password(WireMessage):
     salt: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationSASL(WireMessage):
     """'R' code 10: the SASL mechanisms the server offers, in its order of preference."""
 
@@ -266,7 +264,7 @@ class AuthenticationSASL(WireMessage):
     mechanisms: tuple[str, ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationSASLContinue(WireMessage):
     """'R' code 11: a SASL challenge."""
 
@@ -275,7 +273,7 @@ class AuthenticationSASLContinue(WireMessage):
     data: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthenticationSASLFinal(WireMessage):
     """'R' code 12: SASL outcome "additional data"."""
 
@@ -284,7 +282,7 @@ class AuthenticationSASLFinal(WireMessage):
     data: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class BackendKeyData(WireMessage):
     """'K': what a CancelRequest must quote."""
 
@@ -295,7 +293,7 @@ class BackendKeyData(WireMessage):
     secret_key: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CommandComplete(WireMessage):
     """'C': ``command_tag`` is the docs' "command tag" (``SELECT 1``, ``COPY 0``,
     ``IDENTIFY_SYSTEM``); the field is not called ``tag`` because ``tag`` is the message's
@@ -306,7 +304,7 @@ class CommandComplete(WireMessage):
     command_tag: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyInResponse(WireMessage):
     """'G': format 0 text / 1 binary, then one format code per column."""
 
@@ -316,7 +314,7 @@ class CopyInResponse(WireMessage):
     column_formats: tuple[int, ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyOutResponse(WireMessage):
     """'H'."""
 
@@ -326,7 +324,7 @@ class CopyOutResponse(WireMessage):
     column_formats: tuple[int, ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CopyBothResponse(WireMessage):
     """'W': a walsender sends format 0 and no columns."""
 
@@ -336,7 +334,7 @@ class CopyBothResponse(WireMessage):
     column_formats: tuple[int, ...] = ()
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class DataRow(WireMessage):
     """'D': one value per column, as sent (text or binary); None for NULL."""
 
@@ -345,7 +343,7 @@ class DataRow(WireMessage):
     values: tuple[bytes | None, ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class EmptyQueryResponse(WireMessage):
     """'I'."""
 
@@ -438,10 +436,10 @@ class _Fields:
                     f"expected a field among {', '.join(ERROR_FIELD_CODES)}, found {name!r}"
                 ) from None
         out.extend((c, v) for c, v in fields)
-        return cls(tuple(out))  # type: ignore[call-arg]
+        return cls(tuple(out))  # type: ignore[call-arg]  # the dataclass subclasses take fields
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class ErrorResponse(_Fields, WireMessage):
     """'E': (code, value) fields in the order sent; see :meth:`build`."""
 
@@ -450,7 +448,7 @@ class ErrorResponse(_Fields, WireMessage):
     fields: tuple[tuple[str, str], ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class NoticeResponse(_Fields, WireMessage):
     """'N': same fields as ErrorResponse."""
 
@@ -459,7 +457,7 @@ class NoticeResponse(_Fields, WireMessage):
     fields: tuple[tuple[str, str], ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class NegotiateProtocolVersion(WireMessage):
     """'v': the newest minor version the server supports, and the ``_pq_.`` options it did
     not recognize."""
@@ -470,7 +468,7 @@ class NegotiateProtocolVersion(WireMessage):
     unrecognized: tuple[str, ...] = ()
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class ParameterStatus(WireMessage):
     """'S': a run-time parameter (``server_version``, ``client_encoding`` …)."""
 
@@ -480,7 +478,7 @@ class ParameterStatus(WireMessage):
     value: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class ReadyForQuery(WireMessage):
     """'Z': transaction status 'I' idle, 'T' in a transaction block, 'E' failed block."""
 
@@ -489,7 +487,7 @@ class ReadyForQuery(WireMessage):
     status: str = "I"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class FieldDescription:
     """One column of a RowDescription."""
 
@@ -502,7 +500,7 @@ class FieldDescription:
     format: int = 0
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RowDescription(WireMessage):
     """'T'."""
 

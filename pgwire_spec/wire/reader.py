@@ -226,6 +226,9 @@ class _Reader:
             )
         return CLOSED if self._eof else NEED_DATA
 
+    def _startup(self) -> WireMessage | NeedData | Closed:
+        raise AssertionError("only a FrontendReader has a startup phase")
+
     def _choose(self, tag: str, group: tuple[Choice, ...], body: bytes) -> Choice | None:
         return select(group, body)
 
