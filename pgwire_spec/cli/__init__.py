@@ -21,10 +21,14 @@ COMMANDS: dict[str, str] = {
     "encode": "encode",
     "capture": "capture",
     "verify-fixtures": "verify_fixtures",
+    "conform": "conform",
+    "fuzz": "fuzz",
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with *only*, just that subcommand's module is imported (so ``decode``
+    never pays for importing Spark, and each command starts fast)."""
     parser = argparse.ArgumentParser(
         prog="pgwire-spec",
         description="PostgreSQL logical replication, byte for byte: decode, encode, capture, "
@@ -33,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
@@ -41,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(chosen if chosen in COMMANDS else None)
+    args = parser.parse_args(words)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

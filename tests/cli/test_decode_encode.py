@@ -1,0 +1,120 @@
+"""pgwire-spec decode / encode: formats, errors without tracebacks, round trips."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgwire_spec import XLogData, encode, from_json
+from pgwire_spec.cli import main
+from tests.pgoutput.vectors import VECTORS
+
+PROTO1 = [v for v in VECTORS if v.protocol_version == 1 and not v.in_stream]
+
+
+def stream_hex() -> list[str]:
+    by_name = {v.name: v for v in VECTORS}
+    order = ["begin", "relation", "insert", "update-key", "delete-key", "commit"]
+    return [by_name[n].data.hex() for n in order]
+
+
+def test_decode_hex_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.hex"
+    f.write_text("# a comment\n" + "\n".join(stream_hex()) + "\n")
+    assert main(["decode", str(f)]) == 0
+    out, err = capsys.readouterr()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["type"] for x in lines] == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+    assert err == ""
+
+
+def test_decode_lenient_reports_violations_as_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.hex"
+    f.write_text("\n".join(stream_hex()[1:]) + "\n")  # no Begin
+    assert main(["decode", str(f)]) == 1
+    assert main(["decode", str(f), "--lenient"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: unexpected-message" in err
+
+
+def test_decode_raw_copydata_frames(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    by_name = {v.name: v for v in VECTORS}
+    payloads = [by_name["begin"].message, by_name["relation"].message, by_name["insert"].message]
+    frames = b""
+    for m in payloads:
+        body = encode(XLogData(0, 0, 1, encode(m)))
+        frames += b"d" + struct.pack(">i", len(body) + 4) + body
+    frames += b"c\x00\x00\x00\x04"  # CopyDone is skipped
+    f = tmp_path / "s.bin"
+    f.write_bytes(frames)
+    assert main(["decode", "--format", "raw", str(f)]) == 1  # the stream ends inside a transaction
+    out, err = capsys.readouterr()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["message"]["type"] for x in lines] == ["Begin", "Relation", "Insert"]
+    assert "unterminated-transaction" in err
+
+
+def test_decode_error_names_index_offset_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "bad.hex"
+    f.write_text(stream_hex()[0] + "\n" + "49000040004e00027400000009" + "\n")
+    assert main(["decode", str(f)]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1  # what decoded before the error is kept
+    detail = json.loads(err.splitlines()[-1])["error"]
+    assert detail == {"rule": "length-out-of-range", "expected": "a length from 0 to 0", "found": "9",
+                      "offset": 9, "field": "Insert.new_tuple[0].length", "tag": "I", "index": 1}
+
+
+def test_decode_rejects_non_hex_without_traceback(tmp_path: Path) -> None:
+    f = tmp_path / "bad.hex"
+    f.write_text("zz\n")
+    proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "decode", str(f)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "expected a line of hex digits" in proc.stderr
+
+
+def test_missing_file_is_a_clear_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "decode", "/nonexistent/x.hex"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "No such file" in proc.stderr
+
+
+def test_encode_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pgwire_spec import to_json
+
+    f = tmp_path / "m.jsonl"
+    f.write_text("".join(json.dumps(to_json(v.message)) + "\n" for v in VECTORS))
+    assert main(["encode", str(f)]) == 0
+    out = capsys.readouterr().out.split()
+    assert out == [v.data.hex() for v in VECTORS]
+
+
+def test_encode_bad_json_names_the_line_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"type": "Begin", "final_lsn": "0/1", "commit_time": 1}\n')
+    assert main(["encode", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "line 1" in err and "xid" in err
+
+
+def test_help_for_every_command() -> None:
+    from pgwire_spec.cli import COMMANDS
+
+    for name in COMMANDS:
+        proc = subprocess.run([sys.executable, "-m", "pgwire_spec", name, "--help"], capture_output=True, text=True)
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert "usage: pgwire-spec " + name in proc.stdout
+
+
+def test_from_json_rejects_unknown_types() -> None:
+    from pgwire_spec import DecodeError
+
+    with pytest.raises(DecodeError) as info:
+        from_json({"type": "Nope"})
+    assert info.value.rule == "invalid-json"
