@@ -14,6 +14,11 @@ end, also on failure)::
     # other server settings: a fixture of your own, one server per fixture and session
     pg15_small_wal = pg15_fixture({"max_wal_size": "64MB"}, name="pg15_small_wal")
 
+    # files the server reads (pg_hba.conf …): written to a directory the server user can
+    # read; "{dir}" in a setting is that directory
+    pg15_scram = pg15_fixture({"hba_file": "{dir}/pg_hba.conf"}, name="pg15_scram",
+                              files={"pg_hba.conf": "host all all 127.0.0.1/32 scram-sha-256\n"})
+
 A fixture defined in a test module is seen by that module only: to share one server
 between modules, import it in their ``conftest.py``. For any major 10-18 use
 ``tests._servers.pg_server`` instead.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,10 +74,16 @@ def ensure_pg15() -> Path:
     return find_system_bin_dir(15)
 
 
-def pg15_fixture(settings: dict[str, str] | None = None, *, name: str | None = None) -> Callable[..., Any]:
+def pg15_fixture(
+    settings: dict[str, str] | None = None,
+    *,
+    name: str | None = None,
+    files: dict[str, str] | None = None,
+) -> Callable[..., Any]:
     """A session-scoped pytest fixture giving a running PostgreSQL 15 :class:`Server`
     (``host``, ``port``, ``user`` ``postgres`` with trust auth, ``dbname`` ``postgres``,
-    ``dsn``, ``bin_dir``), started with the capture settings plus *settings*."""
+    ``dsn``, ``bin_dir``), started with the capture settings plus *settings*; *files* are
+    written first to a directory readable by the server, named ``{dir}`` in *settings*."""
 
     @pytest.fixture(scope="session", name=name)
     def fixture() -> Iterator[Server]:
@@ -79,11 +91,23 @@ def pg15_fixture(settings: dict[str, str] | None = None, *, name: str | None = N
             bin_dir = ensure_pg15()
         except (ServerError, OSError, subprocess.SubprocessError) as exc:
             pytest.skip(f"needs PostgreSQL 15 ({_PACKAGE}): {exc}")
-        prov = provider("system", 15, bin_dir=bin_dir, settings=settings)
+        folder = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg15-files-")) if files else None
         try:
-            yield prov.start()
+            final = dict(settings or {})
+            if folder is not None:
+                folder.chmod(0o755)
+                for filename, text in (files or {}).items():
+                    (folder / filename).write_text(text)
+                    (folder / filename).chmod(0o644)
+                final = {k: v.replace("{dir}", str(folder)) for k, v in final.items()}
+            prov = provider("system", 15, bin_dir=bin_dir, settings=final)
+            try:
+                yield prov.start()
+            finally:
+                prov.stop()
         finally:
-            prov.stop()
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
     return fixture
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,22 +30,39 @@ from pgwire_spec.servers import Server
 from pgwire_spec.wire import (
     CLOSED,
     NEED_DATA,
+    AuthenticationCleartextPassword,
+    AuthenticationMD5Password,
+    AuthenticationOk,
+    AuthenticationSASL,
+    AuthenticationSASLContinue,
+    AuthenticationSASLFinal,
     BackendReader,
     CopyBothResponse,
     CopyData,
     FrontendReader,
     GSSENCRequest,
+    PasswordMessage,
     Query,
+    SASLInitialResponse,
+    SASLResponse,
     SSLRequest,
     StartupMessage,
     Terminate,
     WireMessage,
     encode_message,
 )
-
-from tests._pg15 import pg15  # noqa: F401  (session fixture)
+from tests._pg15 import pg15, pg15_fixture  # noqa: F401  (session fixture)
 
 pytestmark = [pytest.mark.live, pytest.mark.clients]
+
+# The server the relay tests use for authentication: one user per method libpq answers.
+_HBA = """\
+host all postgres 127.0.0.1/32 trust
+host all scram_user 127.0.0.1/32 scram-sha-256
+host all md5_user 127.0.0.1/32 md5
+host all clear_user 127.0.0.1/32 password
+"""
+pg15_auth = pg15_fixture({"hba_file": "{dir}/pg_hba.conf"}, name="pg15_auth", files={"pg_hba.conf": _HBA})
 
 
 @dataclass
@@ -100,10 +118,10 @@ class Relay(threading.Thread):
                     data = src.recv(65536)
                     if key.data == "F":
                         rec.frontend_bytes += data
-                        self._read(frontend, data, rec.frontend, rec, backend)
+                        self._read(frontend, data, rec.frontend, rec, lambda m: _client_said(m, backend))
                     else:
                         rec.backend_bytes += data
-                        self._read(backend, data, rec.backend, rec, None)
+                        self._read(backend, data, rec.backend, rec, lambda m: _server_said(m, frontend))
                     if not data:
                         sel.unregister(src)
                         open_sides -= 1
@@ -120,7 +138,7 @@ class Relay(threading.Thread):
 
     @staticmethod
     def _read(reader: FrontendReader | BackendReader, data: bytes, out: list[WireMessage],
-              rec: Recorded, other: BackendReader | None) -> None:
+              rec: Recorded, react: Callable[[WireMessage], None]) -> None:
         reader.feed(data)
         while True:
             try:
@@ -134,16 +152,38 @@ class Relay(threading.Thread):
                 return
             assert isinstance(event, WireMessage)
             out.append(event)
-            # The client asked for encryption: the server's next byte is the answer.
-            if other is not None and isinstance(event, SSLRequest):
-                other.expect_ssl_answer()
-            elif other is not None and isinstance(event, GSSENCRequest):
-                other.expect_gssenc_answer()
+            react(event)
+
+
+def _client_said(message: WireMessage, backend: BackendReader) -> None:
+    # The client asked for encryption: the server's next byte is the answer.
+    if isinstance(message, SSLRequest):
+        backend.expect_ssl_answer()
+    elif isinstance(message, GSSENCRequest):
+        backend.expect_gssenc_answer()
+
+
+def _server_said(message: WireMessage, frontend: FrontendReader) -> None:
+    # What a server knows from its own authentication state: which 'p' comes next.
+    if isinstance(message, AuthenticationSASL):
+        frontend.expect_password("sasl-initial")
+    elif isinstance(message, AuthenticationSASLContinue):
+        frontend.expect_password("sasl-response")
 
 
 @pytest.fixture
 def relay(pg15: Server):  # noqa: F811
     r = Relay(pg15)
+    r.start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+@pytest.fixture
+def auth_relay(pg15_auth: Server):
+    r = Relay(pg15_auth)
     r.start()
     try:
         yield r
@@ -201,3 +241,36 @@ def test_pg_recvlogical_through_the_readers(relay: Relay, pg15: Server, tmp_path
     assert kinds[0] is Begin and kinds[-1] is Commit and kinds.count(Insert) == 2, kinds
     feedback = [decode_copy_data(m.data) for m in streaming.frontend if isinstance(m, CopyData)]
     assert feedback and all(isinstance(f, StandbyStatusUpdate) for f in feedback)
+
+
+def test_password_scram_md5_and_cleartext_through_the_readers(auth_relay: Relay, pg15_auth: Server) -> None:
+    with psycopg.connect(pg15_auth.dsn, autocommit=True) as sql:
+        for user, encryption in (("scram_user", "scram-sha-256"), ("md5_user", "md5"), ("clear_user", "md5")):
+            sql.execute(f"SET password_encryption = '{encryption}'")
+            sql.execute(f"DROP ROLE IF EXISTS {user}")
+            sql.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw-{user}'")
+    for user in ("scram_user", "md5_user", "clear_user"):
+        psycopg.connect(host="127.0.0.1", port=auth_relay.port, user=user, password=f"pw-{user}",
+                        dbname="postgres", sslmode="disable", connect_timeout=10).close()
+    auth_relay.stop()
+
+    scram, md5, clear = auth_relay.connections
+    for rec in (scram, md5, clear):
+        assert rec.errors == []
+        assert b"".join(encode_message(m) for m in rec.frontend) == bytes(rec.frontend_bytes)
+        assert b"".join(encode_message(m) for m in rec.backend) == bytes(rec.backend_bytes)
+        assert AuthenticationOk() in rec.backend
+    # SCRAM: no -PLUS without TLS; libpq's client-first-message has an empty user name.
+    assert scram.backend[0] == AuthenticationSASL(("SCRAM-SHA-256",))
+    first, final = scram.frontend[1], scram.frontend[2]
+    assert isinstance(first, SASLInitialResponse) and first.mechanism == "SCRAM-SHA-256"
+    assert first.data is not None and first.data.startswith(b"n,,n=,r=")
+    assert isinstance(final, SASLResponse) and final.data.startswith(b"c=biws,r=")
+    assert isinstance(scram.backend[1], AuthenticationSASLContinue)
+    assert isinstance(scram.backend[2], AuthenticationSASLFinal) and scram.backend[2].data.startswith(b"v=")
+    # MD5: "md5" + 32 hex digits; cleartext: the password itself.
+    assert isinstance(md5.backend[0], AuthenticationMD5Password) and len(md5.backend[0].salt) == 4
+    assert isinstance(md5.frontend[1], PasswordMessage) and len(md5.frontend[1].password) == 35
+    assert md5.frontend[1].password.startswith(b"md5")
+    assert clear.backend[0] == AuthenticationCleartextPassword()
+    assert clear.frontend[1] == PasswordMessage(b"pw-clear_user")
