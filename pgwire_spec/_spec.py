@@ -137,7 +137,10 @@ def _kind_schema(kind: Any) -> dict[str, Any]:
         _, cls, sub = kind
         return {"type": "array", "items": _object_schema(None, sub)}
     if isinstance(kind, dict):
-        return {"type": "array", "items": _kind_schema(kind["list"])}
+        items = _kind_schema(kind["list"])
+        if kind.get("nullable"):  # DataRow's values: NULL is -1 on the wire, null in JSON
+            items = {"oneOf": [items, {"type": "null"}]}
+        return {"type": "array", "items": items}
     raise TypeError(kind)
 
 

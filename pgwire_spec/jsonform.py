@@ -91,6 +91,8 @@ def _items_kind(item: Any, nested: dict[int, type]) -> Any:
         if len(kinds) != 1:
             raise TypeError(f"no JSON form for a Sequence of mixed kinds: {item!r}")
         return {"list": {"list": kinds.pop()}}
+    if item is P.NullableByten32:
+        return {"list": "bytes", "nullable": True}
     return {"list": _kind(item, nested)}
 
 
