@@ -186,21 +186,26 @@ class _Reader:
         return self._tagged()
 
     def _fail(self, rule: str, *, expected: str, found: str, offset: int, field: str | None = None,
-              tag: str | None = None, context: dict[str, str] | None = None) -> DecodeError:
+              tag: str | None = None) -> DecodeError:
         """A framing error: raised now and on every later call."""
-        self._error = DecodeError(rule, expected=expected, found=found, offset=offset, field=field,
-                                  tag=tag, index=self._index, context=context)
+        return self._stick(DecodeError(rule, expected=expected, found=found, offset=offset, field=field,
+                                       tag=tag, index=self._index))
+
+    def _stick(self, error: DecodeError) -> DecodeError:
+        self._error = error
         self._buf = bytearray()
         self._pos = 0
-        return self._error
+        return error
 
-    def _short(self, need: int, what: str, tag: str | None) -> NeedData | Closed:
+    def _boundary(self) -> NeedData | Closed:
+        """Nothing buffered, between two messages."""
+        return CLOSED if self._eof else NEED_DATA
+
+    def _short(self, need: int, what: str, tag: str | None) -> NeedData:
         """Fewer bytes than *need* are buffered: wait, or fail if the stream ended."""
         if not self._eof:
             return NEED_DATA
         have = self.buffered
-        if have == 0 and what == "a message":
-            return CLOSED
         raise self._fail(
             "truncated", expected=f"{need} byte(s) of {what}",
             found=f"the end of the stream after {have} byte(s)", offset=self.offset + have, tag=tag,
@@ -241,7 +246,7 @@ class _Reader:
     def _tagged(self) -> WireMessage | NeedData | Closed:
         buf, pos, avail = self._buf, self._pos, self.buffered
         if avail == 0:
-            return self._short(1, "a message", None)
+            return self._boundary()
         tag = chr(buf[pos])
         group = self._table.get(tag)
         if group is None:
@@ -344,7 +349,7 @@ class FrontendReader(_Reader):
         buf, pos, avail = self._buf, self._pos, self.buffered
         if avail < 4:
             if avail == 0:
-                return self._short(1, "a message", None)
+                return self._boundary()
             return self._short(4, "a startup packet's length", None)
         (length,) = _I32.unpack_from(buf, pos)
         limit = min(MAX_STARTUP_PACKET_LENGTH, self.max_message_length)
@@ -377,10 +382,7 @@ class FrontendReader(_Reader):
             message = decode_body(choice.codec, body, base=start, tag=None, index=index)
         except DecodeError as err:
             # PostgreSQL: "invalid startup packet layout" is fatal.
-            self._error = err
-            self._buf = bytearray()
-            self._pos = 0
-            raise
+            raise self._stick(err) from None
         if isinstance(message, StartupMessage):
             self._phase = _MESSAGES
         elif isinstance(message, CancelRequest):
@@ -415,7 +417,7 @@ class BackendReader(_Reader):
     def _next(self) -> WireMessage | NeedData | Closed:
         if self._answer is not None:
             if self.buffered == 0:
-                return self._short(1, "a message", None)
+                return self._boundary()
             cls = self._answer
             yes = "S" if cls is SSLResponse else "G"
             byte = chr(self._buf[self._pos])
