@@ -13,8 +13,8 @@ import datetime as _dt
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -32,6 +32,7 @@ from .workload import MAIN_PUBLICATION, SCHEMA, Step, Workload
 __all__ = ["CaptureError", "capture", "run_capture", "build_group", "elide", "ELIDE_KEEP", "Progress"]
 
 Progress = Callable[[str], None]
+_C = TypeVar("_C", bound=Any)
 
 #: Of a run of identical-shaped DML payloads, keep this many at each end.
 ELIDE_KEEP = 3
@@ -63,10 +64,10 @@ def _shape(msg: Any, in_stream: bool) -> tuple[Any, ...] | None:
             tuple(tuple_kinds(t) if t is not None else None for t in tuples))
 
 
-def elide(cases: list[FixtureCase], shapes: list[tuple[Any, ...] | None], keep: int = ELIDE_KEEP) -> list[FixtureCase]:
+def elide(cases: list[_C], shapes: list[tuple[Any, ...] | None], keep: int = ELIDE_KEEP) -> list[_C]:
     """Drop the middle of each run of more than ``2 * keep`` identical-shaped DML cases; the
     last kept case before a gap records how many were dropped (``elided_after``)."""
-    out: list[FixtureCase] = []
+    out: list[_C] = []
     i = 0
     n = len(cases)
     while i < n:
@@ -77,10 +78,7 @@ def elide(cases: list[FixtureCase], shapes: list[tuple[Any, ...] | None], keep: 
         run = cases[i:j]
         if len(run) > 2 * keep:
             head = run[:keep]
-            dropped = len(run) - 2 * keep
-            last = head[-1]
-            head[-1] = FixtureCase(last.id, last.index, last.hex, last.in_stream, last.lsn, last.xid,
-                                   last.expected, last.flags, dropped)
+            head[-1] = replace(head[-1], elided_after=len(run) - 2 * keep)
             out += head + run[-keep:]
         else:
             out += run

@@ -146,11 +146,16 @@ def render_fixture(fixture: FixtureFile) -> str:
 
 def write_fixture(fixture: FixtureFile, path: Path, *, compress: bool | None = None) -> Path:
     """Write *fixture* to *path* (gzip when the name ends in ``.gz`` or *compress*)."""
+    return write_text(render_fixture(fixture), path, compress=compress)
+
+
+def write_text(text: str, path: Path, *, compress: bool | None = None) -> Path:
+    """Write a rendered fixture document (gzip when the name ends in ``.gz``)."""
     path = Path(path)
     if compress and not path.name.endswith(".gz"):
         path = path.with_name(path.name + ".gz")
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = render_fixture(fixture).encode("utf-8")
+    data = text.encode("utf-8")
     if path.name.endswith(".gz"):
         # mtime=0: the same capture gives the same bytes.
         data = gzip.compress(data, compresslevel=9, mtime=0)
@@ -173,6 +178,11 @@ def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
 def read_fixture(path: str | Path) -> FixtureFile:
     """Read and check the structure of one fixture file (``.json`` or ``.json.gz``)."""
     path = Path(path)
+    return parse_fixture(load_document(path), path)
+
+
+def load_document(path: Path) -> Any:
+    """The JSON document of a fixture file (gzip or not); FixtureError if it is not one."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -185,6 +195,15 @@ def read_fixture(path: str | Path) -> FixtureFile:
         doc = json.loads(raw)
     except (OSError, EOFError, ValueError) as exc:
         raise FixtureError(f"{path}: expected a fixture file (JSON, optionally gzip), found invalid data: {exc}") from None
+    return doc
+
+
+def document_format(doc: Any) -> Any:
+    return doc.get("format") if isinstance(doc, dict) else None
+
+
+def parse_fixture(doc: Any, path: Path) -> FixtureFile:
+    """A :class:`FixtureFile` from its JSON document."""
     where = str(path)
     fmt = _need(doc, "format", str, where)
     if fmt != FORMAT:

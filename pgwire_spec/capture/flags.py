@@ -74,6 +74,22 @@ NOTES: dict[str, str] = {
                    "hold only the listed columns.",
     "generated-column-published": "publish_generated_columns = stored (18): the generated column is in "
                                   "Relation and TupleData, with no flag marking it generated.",
+    # walsender sessions (fixtures/sessions/)
+    "startup-replication-database": "StartupMessage with replication=database: a logical replication "
+                                    "connection that also takes SQL.",
+    "copy-both-response": "CopyBothResponse answering START_REPLICATION: exactly 'W', Int8 0, Int16 0.",
+    "copy-done-client": "The client ends streaming with CopyDone.",
+    "copy-done-server": "The server answers the client's CopyDone with its own CopyDone (CopyData may "
+                        "still arrive before it).",
+    "copy-done-command-complete": "After CopyDone: CommandComplete 'COPY 0', then START_REPLICATION's "
+                                  "CommandComplete and ReadyForQuery.",
+    "copydata-after-copydone": "CopyData (a keepalive) from the server after its own CopyDone, before "
+                               "CommandComplete: read CopyData until CommandComplete, not until CopyDone.",
+    "xlogdata-zero-position": "XLogData with dataStart = walEnd = 0: a write that is not the last of its "
+                              "change (Relation, Type, a Begin followed by Origin), protocol-facts §4.",
+    "keepalive-reply-requested": "Primary keepalive with replyRequested = 1: answer with a status update.",
+    "standby-status-update": "Standby status update 'r' from the client: write = received, flush = end "
+                             "of the last whole transaction, apply = 0.",
 }
 
 

@@ -19,7 +19,16 @@ from ..errors import DecodeError, EncodeError, OptionError
 from ..jsonform import to_json
 from ..pgoutput._codec import FAMILY, decode_payload
 from ..pgoutput.decoder import PgOutputDecoder
-from .fixture import FixtureCase, FixtureError, FixtureFile, FixtureGroup, find_fixture_files, read_fixture
+from .fixture import (
+    FixtureCase,
+    FixtureError,
+    FixtureFile,
+    FixtureGroup,
+    document_format,
+    find_fixture_files,
+    load_document,
+    parse_fixture,
+)
 
 __all__ = ["Mismatch", "VerifyReport", "verify_fixture", "verify_paths", "field_at", "json_diff"]
 
@@ -265,10 +274,17 @@ def verify_paths(paths: Iterable[str | Path], *, sequence: bool = True) -> Verif
     report = VerifyReport()
     start = time.perf_counter()
     for path in files:
-        fixture = read_fixture(path)
-        n, mismatches = verify_fixture(fixture, sequence=sequence)
+        doc = load_document(path)
+        if document_format(doc) == "pgwire-spec/walsender-session":
+            from .session_fixture import parse_session, verify_session
+
+            n, mismatches = verify_session(parse_session(doc, path))
+            report.groups += 1
+        else:
+            fixture = parse_fixture(doc, path)
+            n, mismatches = verify_fixture(fixture, sequence=sequence)
+            report.groups += len(fixture.groups)
         report.files += 1
-        report.groups += len(fixture.groups)
         report.cases += n
         report.mismatches += mismatches
     report.seconds = time.perf_counter() - start

@@ -22,6 +22,7 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "builtin_workload",
+    "session_workload",
     "sql_workload",
     "split_sql",
     "SCHEMA",
@@ -311,6 +312,43 @@ def builtin_workload() -> Workload:
         ("pgws_gen", 18, "publish_generated_columns = stored", {"t_gen": "generated-column-published"}),
     )
     return Workload(f"builtin-v{WORKLOAD_VERSION}", tuple(setup), tuple(actions), publications)
+
+
+_SESSION_SETUP = f"""
+CREATE SCHEMA {SCHEMA};
+CREATE TABLE {SCHEMA}.t_session (id integer PRIMARY KEY, v text);
+CREATE TABLE {SCHEMA}.t_full (id integer, v text);
+ALTER TABLE {SCHEMA}.t_full REPLICA IDENTITY FULL;
+CREATE PUBLICATION {MAIN_PUBLICATION} FOR ALL TABLES;
+"""
+
+_SESSION_ACTIONS = f"""
+INSERT INTO {SCHEMA}.t_session VALUES (1, 'één ✓'), (2, NULL);
+UPDATE {SCHEMA}.t_session SET v = 'two' WHERE id = 2;
+UPDATE {SCHEMA}.t_session SET id = 3 WHERE id = 2;
+DELETE FROM {SCHEMA}.t_session WHERE id = 3;
+INSERT INTO {SCHEMA}.t_full VALUES (1, 'full');
+UPDATE {SCHEMA}.t_full SET v = 'fuller';
+BEGIN;
+INSERT INTO {SCHEMA}.t_session VALUES (4, 'with a message');
+SELECT pg_logical_emit_message(true, 'pgws', 'in a transaction');
+COMMIT;
+SELECT pg_logical_emit_message(false, 'pgws', 'outside');
+-- large: streamed (with streaming), one subtransaction rolled back after it was streamed
+BEGIN;
+INSERT INTO {SCHEMA}.t_session SELECT g, repeat('s', 100) FROM generate_series(100, 1100) g;
+SAVEPOINT sp;
+INSERT INTO {SCHEMA}.t_session SELECT g, repeat('r', 100) FROM generate_series(2000, 3000) g;
+ROLLBACK TO SAVEPOINT sp;
+COMMIT;
+TRUNCATE {SCHEMA}.t_full;
+INSERT INTO {SCHEMA}.t_session VALUES (5, 'the end');
+"""
+
+
+def session_workload() -> Workload:
+    """The smaller workload of recorded walsender sessions (whole conversations)."""
+    return Workload(f"session-v{WORKLOAD_VERSION}", tuple(_steps(_SESSION_SETUP)), tuple(_steps(_SESSION_ACTIONS)))
 
 
 def sql_workload(actions: list[Path], setup: list[Path] | None = None) -> Workload:

@@ -10,8 +10,10 @@ import argparse
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from ..capture import builtin_workload, fixture_name, run_capture, sql_workload, write_fixture
 from ..servers import PROVIDERS, parse_majors, provider
@@ -34,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--option-sets", help="capture only these option sets (comma-separated names, e.g. p4-parallel)")
     p.add_argument("--out", type=Path, default=Path("fixtures"), help="output directory (default: fixtures/)")
     p.add_argument("--no-gzip", action="store_true", help="write plain .json instead of .json.gz")
+    p.add_argument("--sessions", action="store_true",
+                   help="record whole walsender sessions (replication protocol, both directions) into "
+                   "OUT/sessions/ instead of capturing through the SQL interface")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -59,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.providers.split(",") if n.strip()]
         majors = parse_majors(args.majors)
         targets = [provider(n, m, bin_dir=args.bin_dir) for n in names for m in majors]
+    if args.sessions:
+        if args.sql or args.setup or args.publication or only:
+            print("pgwire-spec capture: error: --sessions records the built-in session workload; "
+                  "--sql, --setup, --publication and --option-sets do not apply", file=sys.stderr)
+            return 2
+        return _sessions(targets, args, say)
     for prov in targets:
         started = time.monotonic()
         fixture = run_capture(prov, workload, progress=say, publication=args.publication, only=only)
@@ -69,4 +80,19 @@ def run(args: argparse.Namespace) -> int:
         size = path.stat().st_size
         print(f"{path}: {len(fixture.cases)} cases in {len(fixture.groups)} option sets, {size:,} bytes, "
               f"PostgreSQL {fixture.server_version} ({prov.describe()}), {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def _sessions(targets: list[Any], args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    from ..capture.fixture import write_text
+    from ..capture.session import capture_sessions
+    from ..capture.session_fixture import render_session
+
+    for prov in targets:
+        started = time.monotonic()
+        for sf in capture_sessions(prov, progress=say):
+            name = f"pg{sf.major}-{sf.option_set}.json" + ("" if args.no_gzip else ".gz")
+            path = write_text(render_session(sf), args.out / "sessions" / name)
+            print(f"{path}: {len(sf.messages)} messages ({sf.captured} recorded), {path.stat().st_size:,} bytes, "
+                  f"PostgreSQL {sf.server_version} ({prov.describe()}), {time.monotonic() - started:.1f} s")
     return 0
