@@ -1,9 +1,11 @@
 """Sans-IO readers of a v3 byte stream (h11 style): feed bytes, take messages.
 
->>> reader = FrontendReader()          # what a server reads
->>> reader.feed(data_from_socket)
->>> for message in reader:             # every message the bytes so far hold
-...     handle(message)
+::
+
+    reader = FrontendReader()          # what a server reads
+    reader.feed(data_from_socket)
+    for message in reader:             # every message the bytes so far hold
+        handle(message)
 
 ``next_event()`` returns one message, :data:`NEED_DATA` when the buffered bytes do not
 hold a whole message yet, or :data:`CLOSED` once ``feed(b"")`` said the stream ended and
