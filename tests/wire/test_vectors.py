@@ -203,3 +203,12 @@ def test_untagged_startup_vector_is_what_pg_recvlogical_sends() -> None:
     v = VECTORS[0]
     assert int.from_bytes(v.data[:4], "big") == len(v.data)
     assert v.data[4:8] == b"\x00\x03\x00\x00"
+
+
+def test_the_package_docstring_example_runs() -> None:
+    import doctest
+
+    import pgwire_spec.wire
+
+    result = doctest.testmod(pgwire_spec.wire)
+    assert result.attempted >= 3 and result.failed == 0
