@@ -489,7 +489,8 @@ class ReadyForQuery(WireMessage):
 
 @dataclass(frozen=True, slots=True)
 class FieldDescription:
-    """One column of a RowDescription."""
+    """One column of a RowDescription. The defaults describe a text column that is not a
+    table's column (what a walsender sends for its replication commands' results)."""
 
     name: str
     table_oid: int = 0
