@@ -1,0 +1,1 @@
+"""The implementation behind :mod:`pgwire_spec.strategies` (private: import the facade)."""
