@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -43,7 +43,9 @@ class CaptureError(PgWireError):
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
+class Row:
+    """One row of ``pg_logical_slot_peek_binary_changes``: (lsn, xid, data)."""
+
     lsn: int
     xid: int
     data: bytes
@@ -90,7 +92,7 @@ def build_group(
     name: str,
     opts: OptionSet,
     slot: str,
-    rows: list[_Row] | list[tuple[int, int, bytes]],
+    rows: Sequence[Row],
     *,
     major: int,
     relation_flags: dict[str, str] | None = None,
@@ -103,7 +105,7 @@ def build_group(
     cases: list[FixtureCase] = []
     shapes: list[tuple[Any, ...] | None] = []
     for index, row in enumerate(rows):
-        lsn, xid, data = (row.lsn, row.xid, row.data) if isinstance(row, _Row) else row
+        lsn, xid, data = row.lsn, row.xid, row.data
         in_stream = decoder.in_stream
         try:
             msg = decoder.decode(data)
@@ -143,7 +145,7 @@ class _Session:
 
     def run(self, step: Step, what: str) -> None:
         try:
-            self.conn(step.conn).execute(step.sql.encode("utf-8"))  # type: ignore[arg-type]
+            self.conn(step.conn).execute(step.sql.encode("utf-8"))
         except psycopg.Error as exc:
             raise CaptureError(f"{what} step refused by the server: {_first_line(exc)}\n  {step.sql[:300]}") from None
 
@@ -156,7 +158,7 @@ class _Session:
         self.conns.clear()
 
 
-def _peek(conn: psycopg.Connection[Any], slot: str, opts: OptionSet) -> list[_Row]:
+def _peek(conn: psycopg.Connection[Any], slot: str, opts: OptionSet) -> list[Row]:
     args: list[str] = []
     for k, v in opts.pgoutput_options().items():
         args += [k, v]
@@ -164,7 +166,7 @@ def _peek(conn: psycopg.Connection[Any], slot: str, opts: OptionSet) -> list[_Ro
         "SELECT lsn::text, xid::text::bigint, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, VARIADIC %s::text[])",
         (slot, args),
     )
-    return [_Row(parse_lsn(lsn), int(xid), bytes(data)) for lsn, xid, data in cur]
+    return [Row(parse_lsn(lsn), int(xid), bytes(data)) for lsn, xid, data in cur]
 
 
 def capture(

@@ -6,7 +6,6 @@ file is explained in that file's ``notes`` (Wycheproof's idiom).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..pgoutput import messages as m
@@ -117,7 +116,8 @@ class Flagger:
             seen = self.relations.get(msg.relation_id)
             if seen is not None:
                 # The xid prefix (inside a streamed block) is not part of the description.
-                same = replace(seen, xid=None) == replace(msg, xid=None)
+                same = (seen.namespace, seen.name, seen.replica_identity, seen.columns) == (
+                    msg.namespace, msg.name, msg.replica_identity, msg.columns)
                 out.append("repeated-relation" if same else "relation-changed")
             self.relations[msg.relation_id] = msg
             out.append({"d": "replica-identity-default", "f": "replica-identity-full",

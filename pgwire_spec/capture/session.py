@@ -62,6 +62,7 @@ from .options import OptionSet
 from .workload import Step
 
 __all__ = [
+    "NEED_DATA",
     "SessionError",
     "Exchange",
     "Replicated",
@@ -176,7 +177,10 @@ class ReplicationClient:
     def status_update(self, *, reply_requested: bool = False) -> bytes:
         """'r': written = received, flushed = the end of the last whole transaction, applied 0
         (as pg_recvlogical reports)."""
-        msg = StandbyStatusUpdate(self.received_lsn, self.flushable_lsn, 0, _now(), reply_requested)
+        # (mypy does not see the fields through the messages module's dataclass alias)
+        msg = StandbyStatusUpdate(  # type: ignore[call-arg]
+            write_lsn=self.received_lsn, flush_lsn=self.flushable_lsn, apply_lsn=0,
+            send_time=_now(), reply_requested=reply_requested)
         return self._send(CopyData(encode_copy_data(msg)), msg)
 
     def copy_done(self) -> bytes:

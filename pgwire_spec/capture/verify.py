@@ -185,10 +185,10 @@ def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out:
         diff = json_diff(got, case.expected)
         path = diff[0] if diff else ""
         name = type(msg).__name__
-        off = _offset_of(data, path, case.in_stream, abort_tail) if path else None
+        at = _offset_of(data, path, case.in_stream, abort_tail) if path else None
         detail = (f"decoded {_short(diff[1])}, expected {_short(diff[2])}" if diff
                   else "decoded JSON differs from the expected JSON")
-        out.append(Mismatch(case.id, "json", detail, off, f"{name}.{path}" if path else name, file))
+        out.append(Mismatch(case.id, "json", detail, at, f"{name}.{path}" if path else name, file))
 
 
 def verify_group(group: FixtureGroup, *, file: str = "", sequence: bool = True) -> list[Mismatch]:

@@ -14,7 +14,7 @@ __all__ = ["DockerProvider", "docker_available"]
 def docker_available() -> str | None:
     """None when a Docker engine answers, else the reason it cannot be used."""
     try:
-        import docker  # type: ignore[import-not-found]
+        import docker
     except ImportError:
         return "the docker extra is not installed (pip install 'pgwire-spec[docker]')"
     try:
@@ -39,7 +39,7 @@ class DockerProvider(Provider):
         reason = docker_available()
         if reason is not None:
             raise ServerError(f"expected a Docker engine for provider docker, found {reason}")
-        from testcontainers.postgres import PostgresContainer  # type: ignore[import-not-found]
+        from testcontainers.postgres import PostgresContainer
 
         args = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
         container = PostgresContainer(self.image, username="postgres", password="postgres", dbname="postgres")

@@ -24,9 +24,9 @@ class DsnProvider(Provider):
     def _start(self) -> Server:
         p = self.params
         return describe_server(
-            self.name, str(p.get("host", "localhost")), int(p.get("port", 5432)),
+            self.name, str(p.get("host", "localhost")), int(str(p.get("port", 5432))),
             str(p.get("user", "postgres")), str(p.get("dbname", p.get("user", "postgres"))),
-            password=p.get("password"),
+            password=None if p.get("password") is None else str(p.get("password")),
         )
 
     def _stop(self) -> None:
