@@ -13,8 +13,9 @@ each major accepts). Lexing, as repl_scanner.l does it:
 
 - keywords are UPPERCASE and case-sensitive (``identify_system`` is SQL);
 - identifiers are folded to lower case (ASCII only) unless double-quoted, and truncated to
-  63 bytes (NAMEDATALEN - 1); a quoted identifier has no escape: ``"a""b"`` is two
-  identifiers;
+  63 bytes (NAMEDATALEN - 1); inside double quotes ``""`` is a quote since the minor
+  releases of August 2026 (14.24, 15.19, 16.15, 17.11, 18.5); before, and on 10-13,
+  ``"a""b"`` is two identifiers;
 - string literals are single-quoted, ``''`` is a quote; no ``E''``, no backslash escapes;
 - unsigned integers; LSNs are ``hex/hex``;
 - whitespace is space, tab, CR, LF, FF, and VT from 17 on; no comments;
@@ -111,6 +112,12 @@ _COMMAND_KEYWORDS = frozenset({
 #: The parenthesized option lists of CREATE_REPLICATION_SLOT and BASE_BACKUP (15+).
 _GENERIC_SYNTAX_SINCE = 15
 
+#: First minor release of each major whose scanner reads ``""`` inside a quoted identifier
+#: as a quote (upstream a75bd485b5ea, "Clean up quoting of variable strings within
+#: replication commands", June 2026, back-patched to the supported branches). Seen: 15.20
+#: has it; 10.23, 11.22, 12.22, 13.23, 14.23, 15.18, 16.14, 17.10 and 18.4 have not.
+_DOUBLED_QUOTE_SINCE: dict[int, int] = {14: 24, 15: 19, 16: 15, 17: 11, 18: 5}
+
 #: Old-syntax CREATE_REPLICATION_SLOT keywords and the option each stands for, as 15+
 #: servers turn them into options (create_slot_legacy_opt).
 _LEGACY_SLOT_OPTIONS: dict[str, tuple[str, OptionValue]] = {
@@ -138,9 +145,11 @@ class _Grammar:
     generic: bool  # parenthesized option lists of CREATE_REPLICATION_SLOT / BASE_BACKUP
     #: keywords that may name a generic option (ident_or_keyword: all but READ_REPLICATION_SLOT)
     option_keywords: frozenset[str]
+    #: ``""`` inside a quoted identifier is a quote (xddouble)
+    doubled_quote: bool
 
 
-def _make_grammar(major: int) -> _Grammar:
+def _make_grammar(major: int, doubled_quote: bool) -> _Grammar:
     keywords = frozenset(k for k, (lo, hi) in _KEYWORDS.items() if lo <= major <= hi)
     return _Grammar(
         major=major,
@@ -150,20 +159,33 @@ def _make_grammar(major: int) -> _Grammar:
         whitespace=" \t\n\r\f\v" if major >= 17 else " \t\n\r\f",
         generic=major >= _GENERIC_SYNTAX_SINCE,
         option_keywords=keywords - {"READ_REPLICATION_SLOT"},
+        doubled_quote=doubled_quote,
     )
 
 
-_GRAMMARS = {major: _make_grammar(major) for major in SERVER_MAJORS}
+_GRAMMARS = {
+    (major, dq): _make_grammar(major, dq) for major in SERVER_MAJORS for dq in (False, True)
+}
 
 
-def _grammar(server_major: int | None) -> _Grammar:
+def _grammar(server_major: int | None, server_minor: int | None = None) -> _Grammar:
+    """The grammar of *server_major* (default: the newest) at *server_minor* (default: its
+    latest release)."""
     if server_major is None:
-        return _GRAMMARS[_NEWEST]
-    if isinstance(server_major, bool) or not isinstance(server_major, int) or server_major not in _GRAMMARS:
+        if server_minor is not None:
+            raise OptionError(f"server_minor {server_minor!r} needs a server_major")
+        server_major = _NEWEST
+    if isinstance(server_major, bool) or not isinstance(server_major, int) or server_major not in SERVER_MAJORS:
         raise OptionError(
             f"expected a server major from {SERVER_MAJORS[0]} to {_NEWEST}, found {server_major!r}"
         )
-    return _GRAMMARS[server_major]
+    if server_minor is not None and (
+        isinstance(server_minor, bool) or not isinstance(server_minor, int) or server_minor < 0
+    ):
+        raise OptionError(f"expected a server minor (an integer >= 0), found {server_minor!r}")
+    since = _DOUBLED_QUOTE_SINCE.get(server_major)
+    doubled = since is not None and (server_minor is None or server_minor >= since)
+    return _GRAMMARS[server_major, doubled]
 
 
 # ===========================================================================================
@@ -171,7 +193,7 @@ def _grammar(server_major: int | None) -> _Grammar:
 # ===========================================================================================
 
 _WS = " \t\n\r\f\v"
-_OPEN_RE = re.compile(rf"[{_WS}]*\([{_WS}]*")
+_OPEN_RE = re.compile(rf"\([{_WS}]*")
 _SEP_RE = re.compile(rf"[{_WS}]*,[{_WS}]*")
 _CLOSE_RE = re.compile(rf"[{_WS}]*\)")
 _LEGACY_SEP_RE = re.compile(rf"[{_WS}]+")
@@ -221,7 +243,8 @@ class FormatStyle:
                 and _OPEN_RE.fullmatch(value[0]) and _SEP_RE.fullmatch(value[1]) and _CLOSE_RE.fullmatch(value[2])
             ):
                 raise OptionError(
-                    f"FormatStyle.{name}: expected ('(', ',', ')') with only whitespace around them, found {value!r}"
+                    f"FormatStyle.{name}: expected ('(' and whitespace, whitespace ',' whitespace,"
+                    f" whitespace and ')'), found {value!r}"
                 )
         if not (isinstance(self.legacy_separator, str) and _LEGACY_SEP_RE.fullmatch(self.legacy_separator)):
             raise OptionError(
@@ -521,19 +544,27 @@ def _lex(text: str, pos: int, g: _Grammar) -> _Token:
                 continue
             return _Token(_STRING, "".join(parts), pos, j + 1)
     if ch == '"':
-        j = text.find('"', pos + 1)
-        nul = text.find("\x00", pos + 1, n if j < 0 else j)
-        if nul >= 0:
-            raise CommandSyntaxError(
-                expected="text without NUL (a query string ends at its first NUL)", found="NUL",
-                position=nul, text=text,
-            )
-        if j < 0:
-            raise CommandSyntaxError(
-                expected=f'a closing " for the identifier that starts at position {pos}',
-                found="end of text (unterminated quoted identifier)", position=n, text=text,
-            )
-        return _Token(_IDENT, _truncate_identifier(text[pos + 1:j]), pos, j + 1, quoted=True)
+        parts = []
+        i = pos + 1
+        while True:
+            j = text.find('"', i)
+            nul = text.find("\x00", i, n if j < 0 else j)
+            if nul >= 0:
+                raise CommandSyntaxError(
+                    expected="text without NUL (a query string ends at its first NUL)", found="NUL",
+                    position=nul, text=text,
+                )
+            if j < 0:
+                raise CommandSyntaxError(
+                    expected=f'a closing " for the identifier that starts at position {pos}',
+                    found="end of text (unterminated quoted identifier)", position=n, text=text,
+                )
+            parts.append(text[i:j])
+            if g.doubled_quote and j + 1 < n and text[j + 1] == '"':  # xddouble
+                parts.append('"')
+                i = j + 2
+                continue
+            return _Token(_IDENT, _truncate_identifier("".join(parts)), pos, j + 1, quoted=True)
     best_kind, best_end = None, pos
     for kind, regex in ((_LSN, _LSN_RE), (_UINT, _UINT_RE), (_IDENT, _IDENT_RE)):
         m = regex.match(text, pos)
@@ -640,10 +671,17 @@ class _Parser:
         return self.text[self.prev.end:tok.start]
 
     # -- shared rules --------------------------------------------------------------------
-    def var_name(self, what: str) -> str:
-        parts = [str(self.expect(_IDENT, what).value)]
+    def var_name(self, what: str, quoted: list[bool] | None = None) -> str:
+        """``IDENT ('.' IDENT)*`` joined with '.'; *quoted* collects which parts were quoted."""
+        tok = self.expect(_IDENT, what)
+        parts = [tok.as_str]
+        marks = [tok.quoted]
         while self.accept_char("."):
-            parts.append(str(self.expect(_IDENT, f"{what} part after '.'").value))
+            tok = self.expect(_IDENT, f"{what} part after '.'")
+            parts.append(tok.as_str)
+            marks.append(tok.quoted)
+        if quoted is not None:
+            quoted.extend(marks)
         return ".".join(parts)
 
     def slot_name(self, *, drop: bool = False) -> str:
@@ -694,7 +732,11 @@ class _Parser:
             self.fail("an option name")
         self.take()
         raw = self.text[tok.start:tok.end]
-        if not tok.quoted and "lowercase_option_names" not in self.style and raw.lower() != raw.upper():
+        if (
+            not tok.quoted and "lowercase_option_names" not in self.style
+            and raw.translate(_FOLD) != raw.translate(_UNFOLD) and name != "read_replication_slot"
+        ):
+            # the first name with ASCII letters tells (READ_REPLICATION_SLOT is always lower)
             self.style["lowercase_option_names"] = raw.translate(_UNFOLD) != raw
         val = self.peek()
         value: OptionValue = None
@@ -713,7 +755,7 @@ class _Parser:
 
     def plugin_option(self) -> tuple[str, str | None]:
         tok = self.expect(_IDENT, "an option name (identifier)")
-        self.style.setdefault("quote_option_names", tok.quoted)
+        self.style["quote_option_names"] = bool(self.style.get("quote_option_names", True)) and tok.quoted
         val = self.peek()
         if val.kind == _STRING:
             self.take()
@@ -739,9 +781,9 @@ def _parse_timeline_history(p: _Parser) -> ReplicationCommand:
 
 
 def _parse_read_replication_slot(p: _Parser) -> ReplicationCommand:
-    tok = p.peek()
-    name = p.var_name("a slot name")
-    p.style["quote_slot"] = tok.quoted
+    quoted: list[bool] = []
+    name = p.var_name("a slot name", quoted)
+    p.style["quote_slot"] = all(quoted)
     return ReadReplicationSlot(name)
 
 
@@ -866,17 +908,19 @@ def _as_text(text: str | bytes) -> str:
     )
 
 
-def parse_command(text: str | bytes, *, server_major: int | None = None) -> ReplicationCommand | None:
+def parse_command(
+    text: str | bytes, *, server_major: int | None = None, server_minor: int | None = None
+) -> ReplicationCommand | None:
     """Parse a Query text sent on a replication connection.
 
-    Returns None when the walsender of *server_major* (default: the newest, 18) would pass
-    the text to the SQL engine (its first token is not a replication command keyword of
-    that major: ``SELECT …``, ``BEGIN …``, lower-case ``identify_system``, or
-    ``ALTER_REPLICATION_SLOT`` before 17). Raises :class:`CommandSyntaxError` (with the
-    character position) where that walsender reports a syntax error; bytes are read as
-    UTF-8.
+    Returns None when the walsender of *server_major* (default: the newest, 18; at
+    *server_minor*, default: its latest release) would pass the text to the SQL engine (its
+    first token is not a replication command keyword of that major: ``SELECT …``,
+    ``BEGIN …``, lower-case ``identify_system``, or ``ALTER_REPLICATION_SLOT`` before 17).
+    Raises :class:`CommandSyntaxError` (with the character position) where that walsender
+    reports a syntax error; bytes are read as UTF-8.
     """
-    g = _grammar(server_major)
+    g = _grammar(server_major, server_minor)
     source = _as_text(text)
     p = _Parser(source, g)
     first = p.peek()
@@ -891,11 +935,13 @@ def parse_command(text: str | bytes, *, server_major: int | None = None) -> Repl
     return replace(cmd, style=FormatStyle(**p.style))  # type: ignore[arg-type]
 
 
-def is_replication_command(text: str | bytes, *, server_major: int | None = None) -> bool:
+def is_replication_command(
+    text: str | bytes, *, server_major: int | None = None, server_minor: int | None = None
+) -> bool:
     """True when the walsender of *server_major* (default 18) reads *text* with its
     replication grammar (the first token is a command keyword, or cannot be lexed: an
     unterminated quote), False when it passes the text to the SQL engine."""
-    g = _grammar(server_major)
+    g = _grammar(server_major, server_minor)
     try:
         first = _lex(_as_text(text), 0, g)
     except CommandSyntaxError:
@@ -917,17 +963,14 @@ def _check_name(name: object, what: str) -> str:
 
 
 def _ident(name: object, what: str, *, quote: bool) -> str:
-    """An identifier as the scanner reads it back: plain lower case, else double-quoted."""
+    """An identifier as the scanner reads it back: plain lower case, else double-quoted
+    (a '"' doubled: read back by servers with the xddouble rule, checked with server_major)."""
     name = _check_name(name, what)
-    if '"' in name:
-        raise EncodeError(
-            f"{what} {name!r}: the replication scanner has no escape for '\"' in an identifier"
-        )
     if len(name.encode("utf-8", "surrogatepass")) > _NAMEDATALEN - 1:
         raise EncodeError(f"{what} {name!r}: longer than 63 bytes, the server would truncate it")
     if not quote and _PLAIN_IDENT_RE.fullmatch(name):
         return name
-    return f'"{name}"'
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _string(value: str, what: str) -> str:
@@ -1137,19 +1180,26 @@ def _format(cmd: ReplicationCommand, style: FormatStyle, server_major: int | Non
     raise EncodeError(f"expected a ReplicationCommand, found {type(cmd).__name__}")
 
 
+def _version(major: int, minor: int | None) -> str:
+    return str(major) if minor is None else f"{major}.{minor}"
+
+
 def format_command(
     cmd: ReplicationCommand,
     *,
     style: FormatStyle | str | None = None,
     server_major: int | None = None,
+    server_minor: int | None = None,
 ) -> str:
     """The text a client sends for *cmd*.
 
     *style*: a :class:`FormatStyle`, or the name of one in :data:`CLIENT_STYLES`
     (``"pg_recvlogical"``, ``"psycopg2"``, ``"subscriber"``, ``"pg_basebackup"``); default:
     the style the parser recorded on *cmd*, else ``"default"``. With *server_major*, the
-    old option syntax is chosen below 15 (unless the style says otherwise) and the text is
-    checked against that major's grammar: :class:`EncodeError` if it would not accept it.
+    old option syntax is chosen below 15 (unless a *style* given here says otherwise) and
+    the text is checked against that major's grammar (at *server_minor*, default its
+    latest): :class:`EncodeError` if it would not accept it (a '"' in a name needs a server
+    that reads ``""``).
     """
     if isinstance(style, str):
         try:
@@ -1159,25 +1209,29 @@ def format_command(
     elif style is None:
         recorded = getattr(cmd, "style", None)
         chosen = recorded if isinstance(recorded, FormatStyle) else _DEFAULT_STYLE
+        if server_major is not None and chosen.legacy_syntax is not None:
+            # a recorded spelling yields to the syntax the asked-for major takes
+            chosen = replace(chosen, legacy_syntax=None)
     elif isinstance(style, FormatStyle):
         chosen = style
     else:
         raise OptionError(f"expected a FormatStyle or a style name, found {type(style).__name__}")
-    if server_major is not None:
-        _grammar(server_major)
+    _grammar(server_major, server_minor)
     text = _format(cmd, chosen, server_major)
     if chosen.semicolon:
         text += ";"
     if server_major is not None:
         try:
-            back = parse_command(text, server_major=server_major)
+            back = parse_command(text, server_major=server_major, server_minor=server_minor)
         except CommandSyntaxError as exc:
-            raise EncodeError(f"PostgreSQL {server_major} does not accept {text!r}: {exc}") from None
+            raise EncodeError(f"PostgreSQL {_version(server_major, server_minor)} does not accept {text!r}: {exc}") from None
         if back is None:
             raise EncodeError(
                 f"PostgreSQL {server_major} does not know {cmd.keyword} (it would run {text!r} as SQL)"
             )
         if back != cmd:
-            raise EncodeError(f"PostgreSQL {server_major} reads {text!r} as {back!r}, not {cmd!r}")
+            raise EncodeError(
+                f"PostgreSQL {_version(server_major, server_minor)} reads {text!r} as {back!r}, not {cmd!r}"
+            )
     return text
 
