@@ -1,0 +1,72 @@
+"""``pgwire-spec conform``: run the conformance suite against a decoder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "run the conformance suite against a pgoutput decoder (adapter contract: spec/adapter-contract.md)"
+
+_SOURCES = ("fixture", "builtin", "generated", "malformed")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--decoder", metavar="NAME",
+                       help="reference, pypgoutput, pg-logical-replication, or module:function "
+                            "(an in-process Python entry point)")
+    which.add_argument("--adapter-cmd", metavar="CMD",
+                       help="command of a subprocess adapter speaking the JSON-lines contract")
+    p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
+    p.add_argument("--strict", action="store_true", help="also run the SHOULD cases (and count them)")
+    p.add_argument("--fixtures", metavar="DIR", help="golden fixtures directory (default: the shipped ones)")
+    p.add_argument("--sources", default=",".join(_SOURCES),
+                   help=f"comma-separated case sources (default: {','.join(_SOURCES)})")
+    p.add_argument("--only", metavar="PREFIX", action="append", default=[],
+                   help="run only cases whose id starts with PREFIX (repeatable)")
+    p.add_argument("--per-context", type=int, default=20, metavar="N",
+                   help="generated and malformed streams drawn per context (default: 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default: 0)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="per-case timeout (default: 10)")
+    p.add_argument("--list", action="store_true", help="list the cases (id, level, description) and exit")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every failure")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..conformance import (
+        collect_cases,
+        open_command,
+        open_decoder,
+        print_summary,
+        run_cases,
+        write_reports,
+    )
+
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    bad = [s for s in sources if s not in _SOURCES]
+    if bad:
+        print(f"pgwire-spec conform: error: unknown source {bad[0]!r} (expected {', '.join(_SOURCES)})",
+              file=sys.stderr)
+        return 2
+    cases = collect_cases(fixtures=args.fixtures, sources=sources, per_context=args.per_context, seed=args.seed)
+    if args.only:
+        cases = [c for c in cases if any(c.id.startswith(p) for p in args.only)]
+    if args.list:
+        for c in cases:
+            print(f"{c.id}\t{c.level}\t{c.description}")
+        return 0
+    adapter = open_decoder(args.decoder, args.timeout) if args.decoder else open_command(args.adapter_cmd, args.timeout)
+    tty = sys.stderr.isatty()
+
+    def progress(n: int, total: int, verdict: object) -> None:
+        if tty and (n % 50 == 0 or n == total):
+            print(f"\r  {n}/{total} cases", end="" if n < total else "\n", file=sys.stderr, flush=True)
+
+    with adapter:
+        result = run_cases(adapter, cases, strict=args.strict, progress=progress)
+    print_summary(result, sys.stdout, verbose=args.verbose)
+    if args.report:
+        paths = write_reports(result, args.report)
+        print(f"reports: {paths['html']} {paths['junit']} {paths['index']}", file=sys.stderr)
+    return 0 if result.ok else 1

@@ -1,0 +1,70 @@
+"""Adapters shipped with the conformance runner, by the name ``--decoder`` takes.
+
+``reference``
+    this package's own decoder (strict), in process: the control, it must pass everything;
+``pypgoutput``
+    the PyPI package ``pypgoutput``, run out of process (it can loop forever on bad input);
+``pg-logical-replication``
+    the npm package ``pg-logical-replication``: its pgoutput parser driven by a small Node
+    script; the package is installed with ``npm install`` into a cache directory on first use.
+
+``--decoder module:function`` loads any in-process Python entry point
+(``decode_case(context, payloads) -> results``, see :mod:`..adapter`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+
+from ..adapter import Adapter, AdapterError, FunctionAdapter, SubprocessAdapter
+
+__all__ = ["DECODERS", "open_decoder", "open_command"]
+
+
+def _reference(timeout: float) -> Adapter:
+    from .reference import VERSION, decode_case
+
+    return FunctionAdapter(decode_case, name="reference", version=VERSION, timeout=timeout)
+
+
+def _pypgoutput(timeout: float) -> Adapter:
+    return SubprocessAdapter([sys.executable, "-m", "pgwire_spec.conformance.adapters.pypgoutput"],
+                             timeout=timeout, name="pypgoutput")
+
+
+def _pg_logical_replication(timeout: float) -> Adapter:
+    from .pg_logical_replication import command
+
+    return SubprocessAdapter(command(), timeout=timeout, name="pg-logical-replication")
+
+
+#: Named decoders: name -> factory(timeout) -> Adapter.
+DECODERS: dict[str, Callable[[float], Adapter]] = {
+    "reference": _reference,
+    "pypgoutput": _pypgoutput,
+    "pg-logical-replication": _pg_logical_replication,
+}
+
+
+def open_decoder(name: str, timeout: float = 10.0) -> Adapter:
+    """The adapter of a named decoder, or of ``module:function`` (in process)."""
+    factory = DECODERS.get(name)
+    if factory is not None:
+        return factory(timeout)
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise AdapterError(f"cannot load decoder entry point {name!r}: {exc}") from None
+        return FunctionAdapter(fn, name=name, timeout=timeout)
+    raise AdapterError(
+        f"unknown decoder {name!r}: expected one of {', '.join(DECODERS)} or module:function"
+    )
+
+
+def open_command(command: str, timeout: float = 10.0) -> Adapter:
+    """The adapter of a subprocess command speaking the JSON-lines contract."""
+    return SubprocessAdapter(command, timeout=timeout)

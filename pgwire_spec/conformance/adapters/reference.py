@@ -1,0 +1,44 @@
+"""The reference decoder behind the adapter contract: the control of every run.
+
+In process through :func:`decode_case`; out of process with
+``python -m pgwire_spec.conformance.adapters.reference`` (the contract's own test).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ... import __version__ as VERSION
+from ...errors import DecodeError
+from ...jsonform import to_json
+from ...pgoutput.decoder import PgOutputDecoder
+
+__all__ = ["decode_case", "VERSION", "OPTIONS"]
+
+#: The context keys that are decoder options.
+OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
+
+
+def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[dict[str, Any]]:
+    """Decode a case with ``PgOutputDecoder(strict=True)``; rejections name their rule."""
+    decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in OPTIONS if k in context})
+    out: list[dict[str, Any]] = []
+    for payload in payloads:
+        try:
+            out.append({"message": to_json(decoder.decode(payload))})
+        except DecodeError as err:
+            out.append({"error": {"message": str(err), "rule": err.rule}})
+            return out
+    try:
+        decoder.finish()
+    except DecodeError as err:
+        out.append({"error": {"message": str(err), "rule": err.rule}})
+    return out
+
+
+if __name__ == "__main__":
+    from ..adapter import serve
+
+    sys.exit(serve(decode_case, name="reference", version=VERSION))

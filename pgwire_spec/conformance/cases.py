@@ -1,0 +1,686 @@
+"""Conformance cases: what a pgoutput decoder is given and what it must answer.
+
+A case is a short stream of pgoutput payloads with the decoding context a client
+negotiated (``protocol_version``, ``streaming``, ``two_phase``, ``binary``, ``messages``)
+and either the expected JSON form of the payloads it checks, or the index of the first
+payload the decoder must reject (and the rule it breaks, from ``spec/rules.yaml``).
+
+Sources, each giving cases stable ids:
+
+``fixture/…``
+    every golden fixture message (``fixtures/``), placed in the smallest valid stream
+    around it (its Relation, its Begin … Commit or Stream Start … Stop);
+``stream/…``
+    the built-in seed streams (:mod:`pgwire_spec.fuzz.seeds`), every payload checked;
+``generated/…``
+    valid streams drawn with a fixed seed from :func:`pgwire_spec.strategies.streams`;
+``malformed/…``
+    malformed streams with their expected rule, from
+    :func:`pgwire_spec.strategies.malformed_streams` when present, and derived
+    deterministically from the seed streams (truncation at every field boundary, lengths
+    past the end, unknown tags and tuple kinds, unterminated strings, sequence errors).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import DecodeError
+from ..fuzz._fields import field_map
+from ..fuzz.seeds import SeedStream, builtin_streams
+from ..pgoutput import messages as m
+from ..pgoutput._codec import FAMILY
+from .adapters.reference import decode_case as reference_results
+
+__all__ = [
+    "Level",
+    "Case",
+    "ExpectedError",
+    "Check",
+    "DECODER_OPTIONS",
+    "context_of",
+    "context_label",
+    "kind_of",
+    "section_of",
+    "level_of_rule",
+    "builtin_cases",
+    "fixture_cases",
+    "generated_cases",
+    "malformed_cases",
+    "collect_cases",
+]
+
+Level = Literal["MUST", "SHOULD"]
+
+#: The decoding context keys a case carries (the options a client sends to pgoutput).
+DECODER_OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
+
+_DOCS = "Logical Replication Message Formats"
+_FLOW = "Logical Streaming Replication Protocol"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedError:
+    """The first payload a decoder must reject (``index == len(payloads)``: the end of
+    the stream) and the rule it breaks."""
+
+    index: int
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One payload a case judges: its index, message kind and protocol version (a cell of
+    the report's matrix)."""
+
+    index: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One conformance case. ``expected`` holds the JSON form of every payload before
+    the error (or of all of them); ``checked`` the indices whose JSON is compared (the
+    others only have to decode)."""
+
+    id: str
+    description: str
+    section: str
+    level: Level
+    context: Mapping[str, Any]
+    payloads: tuple[bytes, ...]
+    expected: tuple[Mapping[str, Any], ...] = ()
+    error: ExpectedError | None = None
+    checked: tuple[int, ...] = ()
+    flags: tuple[str, ...] = ()
+    source: str = "builtin"
+
+    @property
+    def protocol_version(self) -> int:
+        return int(self.context.get("protocol_version", 1))
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        if self.error is not None:
+            i = self.error.index
+            kind = kind_of(self.payloads[i]) if i < len(self.payloads) else "end of stream"
+            return (Check(i, kind),)
+        return tuple(Check(i, kind_of(self.payloads[i])) for i in self.checked)
+
+    def request(self) -> dict[str, Any]:
+        """The case as the adapter contract sends it (spec/adapter-contract.md)."""
+        return {
+            "id": self.id,
+            "context": dict(self.context),
+            "payloads": [p.hex() for p in self.payloads],
+        }
+
+
+# -- naming -----------------------------------------------------------------------------------
+
+
+def kind_of(payload: bytes) -> str:
+    """The message class name of a payload by its tag (``Insert``), or ``unknown tag``."""
+    if not payload:
+        return "empty payload"
+    codec = FAMILY.by_tag.get(payload[0])
+    return codec.name if codec is not None else "unknown tag"
+
+
+def section_of(kind: str) -> str:
+    """The docs section a message kind is specified in."""
+    if kind == "LogicalMessage":
+        return f"{_DOCS} › Message"
+    if kind in m.MESSAGE_TYPES:
+        return f"{_DOCS} › " + re.sub(r"(?<=[a-z])(?=[A-Z])", " ", kind)
+    return _DOCS
+
+
+def context_of(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The decoding context of a case from decoder options (defaults filled in)."""
+    streaming = options.get("streaming", "off")
+    if streaming is True:
+        streaming = "on"
+    elif streaming in (False, None):
+        streaming = "off"
+    return {
+        "protocol_version": int(options.get("protocol_version", 1)),
+        "streaming": str(streaming),
+        "two_phase": bool(options.get("two_phase", False)),
+        "binary": bool(options.get("binary", False)),
+        "messages": bool(options.get("messages", False)),
+    }
+
+
+def context_label(context: Mapping[str, Any]) -> str:
+    """``proto2-streaming-on-binary``: a short stable name of a context."""
+    parts = [f"proto{context.get('protocol_version', 1)}"]
+    if context.get("streaming", "off") != "off":
+        parts.append(f"streaming-{context['streaming']}")
+    parts += [k.replace("_", "-") for k in ("two_phase", "binary", "messages") if context.get(k)]
+    return "-".join(parts)
+
+
+# Rules a decoder SHOULD enforce: a strict reader rejects them, a tolerant one may keep going
+# without losing data. Everything else (bytes that are not a message, changes that cannot be
+# applied) is a MUST. spec/adapter-contract.md explains the split.
+_SHOULD_RULES = frozenset({
+    "nonzero-flags",
+    "commit-lsn-mismatch",
+    "prepare-mismatch",
+    "invalid-value",
+    "trailing-bytes",
+    "message-not-negotiated",
+    "binary-not-negotiated",
+    "old-tuple-without-full-identity",
+    "stream-xid-already-open",
+    "stream-xid-not-open",
+    "transactional-message-outside-transaction",
+    "unterminated-transaction",
+})
+
+
+def level_of_rule(rule: str) -> Level:
+    """MUST or SHOULD for a malformed case breaking *rule* (``spec/rules.yaml`` may say)."""
+    level = _rules_catalogue().get(rule, {}).get("level")
+    if level in ("MUST", "SHOULD"):
+        return level  # type: ignore[no-any-return]
+    return "SHOULD" if rule in _SHOULD_RULES else "MUST"
+
+
+_CATALOGUE: dict[str, dict[str, Any]] | None = None
+
+
+def _rules_catalogue() -> dict[str, dict[str, Any]]:
+    """spec/rules.yaml (the rule catalogue of the strategies), when installed."""
+    global _CATALOGUE
+    if _CATALOGUE is None:
+        _CATALOGUE = {}
+        path = Path(__file__).resolve().parents[2] / "spec" / "rules.yaml"
+        if path.is_file():
+            import yaml
+
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            rules = data.get("rules", data) if isinstance(data, dict) else data
+            if isinstance(rules, dict):
+                rules = [dict(v, name=k) if isinstance(v, dict) else {"name": k} for k, v in rules.items()]
+            for item in rules or []:
+                if isinstance(item, dict) and "name" in item:
+                    _CATALOGUE[str(item["name"])] = item
+    return _CATALOGUE
+
+
+def rule_section(rule: str, kind: str) -> str:
+    """The docs section a rule comes from: the catalogue's, else the message's own section
+    for byte-level rules and the protocol's message flow for sequence rules."""
+    section = _rules_catalogue().get(rule, {}).get("section")
+    if isinstance(section, str) and section:
+        return section
+    if rule in ("truncated", "unknown-message-tag", "unknown-tuple-kind", "length-out-of-range",
+                "unexpected-byte", "trailing-bytes", "invalid-value", "missing-nul", "nonzero-flags"):
+        return section_of(kind)
+    return f"{_FLOW} › Message flow"
+
+
+def _valid_case(
+    case_id: str, description: str, context: Mapping[str, Any], payloads: Sequence[bytes],
+    checked: Sequence[int] | None = None, *, source: str, flags: Sequence[str] = (),
+    recorded: Mapping[int, Mapping[str, Any]] | None = None,
+) -> Case | None:
+    """A case whose payloads the reference accepts; ``None`` if it does not.
+
+    The expected JSON is the reference's, except at the indices of *recorded* (a golden
+    fixture's expected JSON), which win: a reference that disagrees fails the case.
+    """
+    results = reference_results(context, payloads)
+    if len(results) != len(payloads) or any("error" in r for r in results):
+        return None
+    got = [r["message"] for r in results]
+    for i, obj in (recorded or {}).items():
+        got[i] = dict(obj)
+    idx = tuple(range(len(payloads)) if checked is None else checked)
+    kinds = sorted({kind_of(payloads[i]) for i in idx})
+    section = section_of(kinds[0]) if len(kinds) == 1 else f"{_DOCS} ({', '.join(kinds)})"
+    return Case(
+        id=case_id, description=description, section=section, level="MUST",
+        context=dict(context), payloads=tuple(payloads), expected=tuple(got), checked=idx,
+        flags=tuple(flags), source=source,
+    )
+
+
+# -- built-in streams ---------------------------------------------------------------------------
+
+
+def builtin_cases(streams: Iterable[SeedStream] | None = None) -> list[Case]:
+    """One case per built-in seed stream; every payload is checked."""
+    out = []
+    for s in streams if streams is not None else builtin_streams():
+        ctx = context_of(s.options)
+        case = _valid_case(
+            f"stream/{s.name}", f"valid stream {s.name.split('/')[-1]} ({len(s.payloads)} messages, "
+            f"{context_label(ctx)})", ctx, s.payloads, source="builtin",
+        )
+        if case is None:  # pragma: no cover - tests/fuzz/test_seeds.py keeps them valid
+            raise AssertionError(f"built-in stream {s.name} is not valid")
+        out.append(case)
+    return out
+
+
+# -- golden fixtures ------------------------------------------------------------------------------
+
+
+def fixture_streams(root: Path | str | None = None) -> list[SeedStream]:
+    """The golden fixtures as streams (one per fixture file, in capture order), with each
+    payload's expected JSON; see :mod:`pgwire_spec.fuzz.corpus`."""
+    from ..fuzz.corpus import load_fixture_streams
+
+    return load_fixture_streams(root)
+
+
+_OPENERS = {"B": "C", "b": "P", "S": "E"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+
+def _decode_at(stream: SeedStream, index: int, flags: Sequence[bool]) -> m.PgOutputMessage | None:
+    try:
+        return FAMILY.decode(stream.payloads[index], flags[index],
+                             stream.options.get("streaming") == "parallel")
+    except DecodeError:
+        return None
+
+
+def _surround(stream: SeedStream, index: int, flags: Sequence[bool]) -> tuple[list[bytes], int]:
+    """The smallest valid stream around payload *index* of *stream*: its block's opener
+    and closer, the Relation messages it refers to (the latest before it, re-encoded for
+    the block they land in), and a first Stream Start for streamed xids that need one.
+    Returns the payloads and the target's position in them."""
+    from .. import encode
+
+    payloads = stream.payloads
+    tags = [chr(p[0]) if p else "" for p in payloads]
+    tag = tags[index]
+    opener = closer = None
+    if tag in _OPENERS:
+        opener = index
+    elif tag in _CLOSERS:
+        closer = index
+    if opener is None:
+        for j in range(index - 1, -1, -1):
+            if tags[j] in _CLOSERS:
+                break
+            if tags[j] in _OPENERS:
+                opener = j
+                break
+    if opener is not None and closer is None:
+        want = _OPENERS[tags[opener]]
+        for j in range(max(index, opener) + 1, len(payloads)):
+            if tags[j] == want:
+                closer = j
+                break
+            if tags[j] in _OPENERS:
+                break
+    if closer is not None and opener is None:
+        want = _CLOSERS[tags[closer]]
+        for j in range(closer - 1, -1, -1):
+            if tags[j] == want:
+                opener = j
+                break
+            if tags[j] in _CLOSERS:
+                break
+    msg = _decode_at(stream, index, flags)
+    # Relations the target refers to, placed inside its block
+    stream_xid = None
+    if opener is not None and tags[opener] == "S":
+        stream_xid = int.from_bytes(payloads[opener][1:5], "big")
+    needed: list[int] = []
+    if isinstance(msg, (m.Insert, m.Update, m.Delete)):
+        needed = [msg.relation_id]
+    elif isinstance(msg, m.Truncate):
+        needed = list(dict.fromkeys(msg.relation_ids))
+    rels: list[bytes] = []
+    for rid in needed:
+        for j in range(index - 1, -1, -1):
+            if tags[j] == "R":
+                rel = _decode_at(stream, j, flags)
+                if isinstance(rel, m.Relation) and rel.relation_id == rid:
+                    rels.append(encode(dataclass_replace(rel, xid=stream_xid)))
+                    break
+    # a streamed xid must have been started (first segment) before a later segment,
+    # Stream Commit, Stream Abort or Stream Prepare names it
+    prelude: list[bytes] = []
+    first = payloads[opener] if opener is not None and tags[opener] == "S" else None
+    xid = None
+    if first is not None and first[5:6] == b"\x00":
+        xid = int.from_bytes(first[1:5], "big")
+    elif tag in ("c", "A", "p") and msg is not None:
+        xid = msg.xid  # type: ignore[attr-defined]
+    if xid is not None:
+        prelude = [encode(m.StreamStart(xid, True)), encode(m.StreamStop())]
+    out = prelude + ([payloads[opener]] if opener is not None and opener != index else []) + rels
+    at = len(out)
+    out.append(payloads[index])
+    if closer is not None and closer != index:
+        out.append(payloads[closer])
+    return out, at
+
+
+def _stream_flags(stream: SeedStream) -> list[bool]:
+    """For each payload: whether it sits between Stream Start and Stream Stop."""
+    out = []
+    inside = False
+    for p in stream.payloads:
+        out.append(inside and p[:1] != b"E")
+        if p[:1] == b"S":
+            inside = True
+        elif p[:1] == b"E":
+            inside = False
+    return out
+
+
+def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterator[Case]:
+    """One case per payload of *stream*, each in its smallest valid surrounding."""
+    ctx = context_of(stream.options)
+    flags = _stream_flags(stream)
+    for i, payload in enumerate(stream.payloads):
+        payloads, at = _surround(stream, i, flags)
+        kind = kind_of(payload)
+        name = f"fixture/{stream.ids[i]}" if stream.ids else f"{prefix}/{i:05d}"
+        recorded = None
+        if stream.expected is not None and stream.expected[i] is not None:
+            recorded = {at: stream.expected[i]}
+        case = _valid_case(
+            name, f"{kind} #{i} of {stream.name} ({context_label(ctx)})", ctx, payloads, [at],
+            source=source, recorded=recorded, flags=stream.flags[i] if stream.flags else (),
+        )
+        if case is not None:
+            yield case
+            continue
+        # The surrounding is not valid for the reference: judge the payload on its own.
+        results = reference_results(ctx, [payload])
+        if recorded is not None and "message" in results[0]:
+            yield Case(
+                id=name, description=f"{kind} #{i} of {stream.name}, on its own ({context_label(ctx)})",
+                section=section_of(kind), level="MUST", context=ctx, payloads=(payload,),
+                expected=(stream.expected[i],), checked=(0,), source=source,  # type: ignore[index]
+            )
+
+
+def fixture_cases(root: Path | str | None = None) -> list[Case]:
+    """One case per golden fixture message (none if no fixtures are installed)."""
+    out: list[Case] = []
+    for s in fixture_streams(root):
+        out.extend(stream_message_cases(s, f"fixture/{s.name}", "fixture"))
+    return out
+
+
+# -- generated streams ----------------------------------------------------------------------------
+
+#: The contexts generated and malformed cases are drawn for.
+CONTEXTS: tuple[dict[str, Any], ...] = (
+    context_of({"protocol_version": 1}),
+    context_of({"protocol_version": 1, "messages": True}),
+    context_of({"protocol_version": 2, "streaming": "on", "binary": True, "messages": True}),
+    context_of({"protocol_version": 3, "streaming": "on", "two_phase": True}),
+    context_of({"protocol_version": 4, "streaming": "parallel", "two_phase": True, "binary": True,
+                "messages": True}),
+)
+
+
+def generated_cases(per_context: int = 20, seed: int = 0) -> list[Case]:
+    """Valid streams from ``pgwire_spec.strategies.streams`` drawn with a fixed seed; none
+    when the strategies module does not provide ``streams`` yet."""
+    from ..fuzz.generate import draw_examples, strategies_available
+
+    if not strategies_available():
+        return []
+    from .. import strategies
+
+    out = []
+    for ci, ctx in enumerate(CONTEXTS):
+        strategy = strategies.streams(**_strategy_kwargs(ctx))
+        for n, drawn in enumerate(draw_examples(strategy, per_context, seed + ci)):
+            options = context_of(getattr(drawn, "options", ctx))
+            payloads = tuple(bytes(p) for p in drawn.payloads)
+            if not payloads:
+                continue
+            case = _valid_case(
+                f"generated/{context_label(options)}/{n:03d}",
+                f"generated valid stream of {len(payloads)} messages ({context_label(options)})",
+                options, payloads, source="generated",
+            )
+            if case is not None:
+                out.append(case)
+    return out
+
+
+def _strategy_kwargs(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: ctx[k] for k in DECODER_OPTIONS}
+
+
+# -- malformed streams -----------------------------------------------------------------------------
+
+
+def malformed_cases(per_context: int = 20, seed: int = 0, streams: Iterable[SeedStream] | None = None) -> list[Case]:
+    """Malformed cases: from ``strategies.malformed_streams`` when available, plus the
+    deterministic derivations of the seed streams."""
+    out = list(_strategy_malformed(per_context, seed))
+    out.extend(derived_malformed_cases(streams))
+    return out
+
+
+def _strategy_malformed(per_context: int, seed: int) -> Iterator[Case]:
+    from ..fuzz.generate import draw_examples, strategies_available
+
+    if not strategies_available("malformed_streams"):
+        return
+    from .. import strategies
+
+    for ci, ctx in enumerate(CONTEXTS):
+        strategy = strategies.malformed_streams(**_strategy_kwargs(ctx))
+        for n, drawn in enumerate(draw_examples(strategy, per_context, seed + 100 + ci)):
+            options = context_of(getattr(drawn, "options", ctx))
+            payloads = tuple(bytes(p) for p in drawn.payloads)
+            rule, index = str(drawn.expected_rule), int(drawn.index)
+            ref = reference_results(options, payloads)
+            kind = kind_of(payloads[index]) if index < len(payloads) else "end of stream"
+            yield Case(
+                id=f"malformed/{rule}/{context_label(options)}/{n:03d}",
+                description=f"{rule} at message #{index} ({kind}, {context_label(options)})",
+                section=rule_section(rule, kind), level=level_of_rule(rule), context=options,
+                payloads=payloads, expected=tuple(r.get("message", {}) for r in ref[:index]),
+                error=ExpectedError(index, rule), source="malformed",
+            )
+
+
+def _malformed(
+    stream_name: str, op: str, ctx: Mapping[str, Any], payloads: Sequence[bytes], index: int,
+    rule: str, description: str,
+) -> Case | None:
+    """A malformed case if the reference rejects it at *index* with *rule*."""
+    ref = reference_results(ctx, payloads)
+    last = ref[-1] if ref else {}
+    if "error" not in last or len(ref) - 1 != index or last["error"].get("rule") != rule:
+        return None
+    kind = kind_of(payloads[index]) if index < len(payloads) else "end of stream"
+    return Case(
+        id=f"malformed/{rule}/{stream_name}/{op}",
+        description=description, section=rule_section(rule, kind), level=level_of_rule(rule),
+        context=dict(ctx), payloads=tuple(payloads),
+        expected=tuple(r["message"] for r in ref[:index]), error=ExpectedError(index, rule),
+        source="malformed",
+    )
+
+
+def derived_malformed_cases(streams: Iterable[SeedStream] | None = None) -> list[Case]:
+    """Deterministic malformed cases made from the seed streams, one or more per rule and
+    message kind: every truncation point of every message kind, lengths past the end,
+    unknown tags and tuple kinds, unterminated strings, trailing bytes, and sequence
+    errors (DML before its Relation, wrong arity, Commit without Begin, Stream Stop
+    without Stream Start, a missing or unexpected xid prefix)."""
+    out: list[Case] = []
+    seen_kinds: set[tuple[str, str]] = set()
+    for s in streams if streams is not None else builtin_streams():
+        ctx = context_of(s.options)
+        short = s.name.split("/")[-1]
+        sflags = _stream_flags(s)
+        for i, payload in enumerate(s.payloads):
+            payloads, at = _surround(s, i, sflags)
+            kind = kind_of(payload)
+            in_stream = sflags[i]
+            fields = field_map(payload, in_stream, ctx["streaming"] == "parallel")
+            # one set per (message kind, context family) keeps the suite small but complete
+            key = (kind, f"{in_stream}-{ctx['streaming'] == 'parallel'}")
+            if key in seen_kinds:
+                continue
+            seen_kinds.add(key)
+
+            variants: list[tuple[str, bytes, str, str]] = []
+            variant = variants.append
+
+            for f in fields:
+                if f.offset > 0:
+                    variant((f"cut-{f.offset}", payload[:f.offset], "truncated",
+                             f"cut before {f.path} at byte {f.offset}"))
+            variant(("cut-last", payload[:-1], "truncated", "missing its last byte"))
+            variant(("trailing", payload + b"\x00", "trailing-bytes", "followed by one extra byte"))
+            for f in fields:
+                if f.kind == "length":
+                    left = len(payload) - f.offset - 4
+                    bad = payload[:f.offset] + (left + 1).to_bytes(4, "big") + payload[f.offset + 4:]
+                    variant((f"len-past-end-{f.offset}", bad, "length-out-of-range",
+                             f"{f.path} one byte past the end"))
+                    bad = payload[:f.offset] + b"\xff\xff\xff\xfe" + payload[f.offset + 4:]
+                    variant((f"len-negative-{f.offset}", bad, "length-out-of-range",
+                             f"{f.path} negative (-2)"))
+                    break
+            for f in fields:
+                if f.kind == "kind-byte" and f.path.endswith(".kind"):
+                    bad = payload[:f.offset] + b"x" + payload[f.offset + 1:]
+                    variant((f"tuple-kind-{f.offset}", bad, "unknown-tuple-kind", f"{f.path} is 'x'"))
+                    break
+            for f in fields:
+                if f.kind == "string" and f.size > 0 and payload[f.offset + f.size - 1] == 0:
+                    bad = payload[:f.offset] + payload[f.offset:f.offset + f.size - 1]
+                    variant((f"no-nul-{f.offset}", bad, "truncated",
+                             f"{f.path} without its NUL terminator at the end of the message"))
+                    break
+            for op, bad, rule, what in variants:
+                pl = list(payloads)
+                pl[at] = bad
+                case = _malformed(short, f"{kind}-{op}", ctx, pl, at, rule,
+                                  f"{kind} {what} ({context_label(ctx)})")
+                if case is not None:
+                    out.append(case)
+        # whole-stream sequence errors
+        out.extend(_sequence_cases(s, ctx, short))
+    # an unknown message tag
+    ctx1 = context_of({"protocol_version": 1})
+    case = _malformed("any", "tag-Z", ctx1, [b"Z\x00\x00\x00\x00"], 0, "unknown-message-tag",
+                      "a message with the unknown tag 'Z'")
+    if case is not None:
+        out.append(case)
+    case = _malformed("any", "empty", ctx1, [b""], 0, "truncated", "an empty payload")
+    if case is not None:
+        out.append(case)
+    # ids are unique by construction; keep the first of any accidental duplicate
+    uniq: dict[str, Case] = {}
+    for c in out:
+        uniq.setdefault(c.id, c)
+    return list(uniq.values())
+
+
+def _sequence_cases(s: SeedStream, ctx: Mapping[str, Any], short: str) -> list[Case]:
+    out: list[Case] = []
+    pl = list(s.payloads)
+    tags = [chr(p[0]) for p in pl]
+    sflags = _stream_flags(s)
+
+    def add(op: str, payloads: list[bytes], index: int, rule: str, what: str) -> None:
+        case = _malformed(short, op, ctx, payloads, index, rule, f"{what} ({context_label(ctx)})")
+        if case is not None:
+            out.append(case)
+
+    if "I" in tags and "R" in tags:
+        r = tags.index("R")
+        i = tags.index("I", r)
+        dropped = pl[:r] + pl[r + 1:]
+        add("dml-before-relation", dropped, i - 1, "unknown-relation",
+            "an Insert whose Relation was never sent")
+        # arity: an Insert with one column less than its relation
+        msg = FAMILY.decode(pl[i], sflags[i], ctx["streaming"] == "parallel")
+        if isinstance(msg, m.Insert) and msg.new_tuple:
+            from .. import encode
+
+            fewer = encode(m.Insert(msg.xid, msg.relation_id, msg.new_tuple[:-1]))
+            add("column-count", pl[:i] + [fewer] + pl[i + 1:], i, "column-count-mismatch",
+                "an Insert with one column less than its Relation")
+    if "C" in tags:
+        c = tags.index("C")
+        b = max(j for j in range(c) if tags[j] == "B")
+        add("commit-without-begin", pl[:b] + pl[b + 1:], c - 1, "unexpected-message",
+            "a Commit without its Begin")
+        add("unterminated", pl[:c], c, "unterminated-transaction",
+            "a stream that ends inside a transaction")
+    if "E" in tags:
+        e = tags.index("E")
+        start = max(j for j in range(e) if tags[j] == "S")
+        # drop the whole first segment but its Stream Stop
+        add("stop-without-start", pl[:start] + pl[e:], start, "unexpected-message",
+            "Stream Stop without Stream Start")
+    if "S" in tags and ctx["protocol_version"] >= 2:
+        # an in-stream Insert without its xid prefix: the Relation before it parses as
+        # something else or the Insert comes out one field short
+        for j, t in enumerate(tags):
+            if t == "I" and sflags[j]:
+                bad = pl[j][:1] + pl[j][5:]
+                case_pl = pl[:j] + [bad] + pl[j + 1:]
+                ref = reference_results(ctx, case_pl)
+                if len(ref) == j + 1 and "error" in ref[j]:
+                    add("xid-prefix-missing", case_pl, j, ref[j]["error"]["rule"],
+                        "an Insert inside a streamed block without its xid prefix")
+                break
+    return out
+
+
+# -- everything -----------------------------------------------------------------------------------
+
+
+def collect_cases(
+    *,
+    fixtures: Path | str | None = None,
+    sources: Sequence[str] = ("fixture", "builtin", "generated", "malformed"),
+    per_context: int = 20,
+    seed: int = 0,
+) -> list[Case]:
+    """Every case of the suite, in a stable order."""
+    out: list[Case] = []
+    if "fixture" in sources:
+        out.extend(fixture_cases(fixtures))
+    if "builtin" in sources:
+        out.extend(builtin_cases())
+    if "generated" in sources:
+        out.extend(generated_cases(per_context, seed))
+    if "malformed" in sources:
+        out.extend(malformed_cases(per_context, seed))
+    return out
+
+
+def dump_cases(cases: Iterable[Case]) -> str:
+    """The cases as JSON lines (the requests of the adapter contract plus expectations)."""
+    lines = []
+    for c in cases:
+        obj = c.request()
+        obj.update({
+            "description": c.description, "section": c.section, "level": c.level,
+            "expected": list(c.expected), "checked": list(c.checked),
+            "error": None if c.error is None else {"index": c.error.index, "rule": c.error.rule},
+        })
+        lines.append(json.dumps(obj, sort_keys=True))
+    return "\n".join(lines) + ("\n" if lines else "")
+

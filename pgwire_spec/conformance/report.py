@@ -1,0 +1,216 @@
+"""Conformance reports: a terminal summary, JUnit XML, a JSON index and one HTML file.
+
+The HTML report is self-contained (inline CSS, no script, no external resource): a matrix
+of message kind × protocol version with the judged payloads passed/total per cell, then
+every failure with its hex payloads, the expected and the actual answer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import IO, Any
+from xml.etree import ElementTree as ET
+
+from ..pgoutput.messages import MESSAGE_TYPES
+from .runner import RunResult, Verdict
+
+__all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index"]
+
+_MAX_SHOWN = 25
+
+
+def summary_line(result: RunResult) -> str:
+    """``N passed, N failed, N skipped`` (the terminal summary's last line)."""
+    return (f"{result.count('passed')} passed, {result.count('failed')} failed, "
+            f"{result.count('skipped')} skipped")
+
+
+def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> None:
+    """The terminal summary: per source and level, the first failures, then the count line."""
+    out.write(f"decoder: {result.decoder} {result.version}".rstrip() + "\n")
+    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for v in result.verdicts:
+        row = by[(v.case.source, v.case.level)]
+        row[("passed", "failed", "skipped").index(v.status)] += 1
+    for (source, level), (p, f, s) in sorted(by.items()):
+        out.write(f"  {source:<10} {level:<6} {p:6d} passed {f:6d} failed {s:6d} skipped\n")
+    failed = [v for v in result.verdicts if v.status == "failed"]
+    if failed:
+        out.write("failures:\n")
+        for v in failed[: len(failed) if verbose else _MAX_SHOWN]:
+            out.write(f"  FAIL [{v.case.level}] {v.case.id}: {_one_line(v.reason)}\n")
+        if not verbose and len(failed) > _MAX_SHOWN:
+            out.write(f"  … and {len(failed) - _MAX_SHOWN} more (see the report)\n")
+    by_reason: dict[str, int] = defaultdict(int)
+    for v in failed:
+        by_reason[_gist(v.reason)] += 1
+    if failed:
+        out.write("most frequent failures:\n")
+        for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1])[:10]:
+            out.write(f"  {n:6d} × {reason}\n")
+    out.write(summary_line(result) + "\n")
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _gist(reason: str) -> str:
+    """A failure reason without its case-specific numbers, to group failures."""
+    import re
+
+    text = re.sub(r"#\d+", "#N", reason)
+    text = re.sub(r"\[\d+\]", "[i]", text)
+    text = re.sub(r"\b\d+\b", "N", text)
+    text = re.sub(r"'[^']*'", "'…'", text)
+    return _one_line(text, 120)
+
+
+def matrix(result: RunResult) -> tuple[list[str], list[int], dict[tuple[str, int], list[int]]]:
+    """Kinds (rows), protocol versions (columns) and per cell ``[passed, total]`` payload
+    checks."""
+    cells: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+    for v in result.verdicts:
+        if v.status == "skipped":
+            continue
+        for kind, pv, ok in v.checks:
+            cell = cells[(kind, pv)]
+            cell[0] += int(ok)
+            cell[1] += 1
+    order = list(MESSAGE_TYPES)
+    kinds = sorted({k for k, _ in cells}, key=lambda k: (order.index(k) if k in order else len(order), k))
+    versions = sorted({pv for _, pv in cells} | {1, 2, 3, 4})
+    return kinds, versions, dict(cells)
+
+
+def _verdict_json(v: Verdict) -> dict[str, Any]:
+    c = v.case
+    return {
+        "id": c.id, "description": c.description, "section": c.section, "level": c.level,
+        "source": c.source, "status": v.status, "reason": v.reason, "context": dict(c.context),
+        "payloads": [p.hex() for p in c.payloads], "index": v.index,
+        "expected": v.expected, "actual": v.actual, "flags": list(c.flags),
+        "seconds": round(v.seconds, 6),
+    }
+
+
+def index(result: RunResult) -> dict[str, Any]:
+    """The JSON index: summary, matrix and every case with its status."""
+    kinds, versions, cells = matrix(result)
+    return {
+        "decoder": result.decoder,
+        "version": result.version,
+        "strict": result.strict,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "summary": {s: result.count(s) for s in ("passed", "failed", "skipped")},
+        "ok": result.ok,
+        "seconds": round(result.seconds, 3),
+        "matrix": {k: {str(pv): cells.get((k, pv), [0, 0]) for pv in versions} for k in kinds},
+        "cases": [_verdict_json(v) for v in result.verdicts],
+    }
+
+
+def _junit(result: RunResult) -> ET.Element:
+    suites = ET.Element("testsuites", name=f"pgwire-spec conform {result.decoder}")
+    groups: dict[str, list[Verdict]] = defaultdict(list)
+    for v in result.verdicts:
+        groups[v.case.source].append(v)
+    for source, verdicts in groups.items():
+        suite = ET.SubElement(
+            suites, "testsuite", name=f"{result.decoder}.{source}", tests=str(len(verdicts)),
+            failures=str(sum(v.status == "failed" for v in verdicts)),
+            skipped=str(sum(v.status == "skipped" for v in verdicts)),
+            time=f"{sum(v.seconds for v in verdicts):.3f}",
+        )
+        for v in verdicts:
+            tc = ET.SubElement(suite, "testcase", classname=f"{source}.{v.case.level}", name=v.case.id,
+                               time=f"{v.seconds:.6f}")
+            if v.status == "failed":
+                node = ET.SubElement(tc, "failure", message=_one_line(v.reason, 500))
+                node.text = _failure_text(v)
+            elif v.status == "skipped":
+                ET.SubElement(tc, "skipped", message=v.reason)
+    return suites
+
+
+def _failure_text(v: Verdict) -> str:
+    lines = [v.case.description, f"section: {v.case.section}", f"context: {json.dumps(dict(v.case.context))}"]
+    for i, p in enumerate(v.case.payloads):
+        mark = ">>" if i == v.index else "  "
+        lines.append(f"{mark} #{i} {p.hex()}")
+    lines.append(f"expected: {json.dumps(v.expected)}")
+    lines.append(f"actual:   {json.dumps(v.actual)}")
+    return "\n".join(lines)
+
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
+h1{font-size:1.4em} h2{font-size:1.15em;margin-top:2em}
+table.m{border-collapse:collapse} table.m td,table.m th{border:1px solid #ccc;padding:3px 8px;text-align:center}
+table.m th{background:#f4f4f4} td.k{text-align:left;font-weight:600}
+td.ok{background:#d9f2d9} td.bad{background:#f8d0d0} td.part{background:#fbe9c0} td.none{color:#aaa}
+.sum{font-size:1.1em;margin:1em 0} .fail{border:1px solid #e3b4b4;border-radius:4px;margin:1em 0;padding:.5em 1em}
+.fail h3{font-size:1em;margin:.2em 0} pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
+.hl{background:#ffe08a} .lvl{font-size:.8em;padding:1px 5px;border-radius:3px;background:#eee}
+"""
+
+
+def _html(result: RunResult) -> str:
+    esc = html.escape
+    kinds, versions, cells = matrix(result)
+    rows = []
+    for k in kinds:
+        tds = [f'<td class="k">{esc(k)}</td>']
+        for pv in versions:
+            ok, total = cells.get((k, pv), [0, 0])
+            cls = "none" if total == 0 else "ok" if ok == total else "bad" if ok == 0 else "part"
+            tds.append(f'<td class="{cls}">{"–" if total == 0 else f"{ok}/{total}"}</td>')
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    head = "".join(f"<th>protocol {pv}</th>" for pv in versions)
+    failures = []
+    for v in (x for x in result.verdicts if x.status == "failed"):
+        hexes = []
+        for i, p in enumerate(v.case.payloads):
+            line = f"#{i} {p.hex()}"
+            hexes.append(f'<span class="hl">{esc(line)}</span>' if i == v.index else esc(line))
+        failures.append(
+            f'<div class="fail"><h3><span class="lvl">{v.case.level}</span> {esc(v.case.id)}</h3>'
+            f"<div>{esc(v.case.description)} — <i>{esc(v.case.section)}</i></div>"
+            f"<div><b>{esc(v.reason)}</b></div>"
+            f"<div>context: <code>{esc(json.dumps(dict(v.case.context)))}</code></div>"
+            f"<pre>{chr(10).join(hexes)}</pre>"
+            f"<div>expected</div><pre>{esc(json.dumps(v.expected, indent=1, ensure_ascii=False))}</pre>"
+            f"<div>actual</div><pre>{esc(json.dumps(v.actual, indent=1, ensure_ascii=False))}</pre></div>"
+        )
+    skipped = result.count("skipped")
+    return (
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+        f"<title>pgwire-spec conformance: {esc(result.decoder)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>pgwire-spec conformance: {esc(result.decoder)} {esc(result.version)}</h1>"
+        f'<div class="sum">{esc(summary_line(result))} — '
+        f"{'every MUST case passed' if not result.must_failed else f'{len(result.must_failed)} MUST case(s) not passed'}"
+        f"{' (strict)' if result.strict else ''}</div>"
+        "<h2>Message kind × protocol version (payloads judged: passed/total)</h2>"
+        f'<table class="m"><tr><th>message</th>{head}</tr>{"".join(rows)}</table>'
+        f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
+        f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"
+        "</body></html>\n"
+    )
+
+
+def write_reports(result: RunResult, directory: Path | str) -> dict[str, Path]:
+    """Write ``junit.xml``, ``index.json`` and ``report.html`` into *directory*."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"junit": out / "junit.xml", "index": out / "index.json", "html": out / "report.html"}
+    tree = ET.ElementTree(_junit(result))
+    ET.indent(tree)
+    tree.write(paths["junit"], encoding="utf-8", xml_declaration=True)
+    paths["index"].write_text(json.dumps(index(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths["html"].write_text(_html(result), encoding="utf-8")
+    return paths

@@ -1,0 +1,194 @@
+"""Run conformance cases against an adapter and judge each answer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .adapter import Adapter, CaseResult
+from .cases import Case, kind_of
+
+__all__ = ["Status", "Verdict", "RunResult", "judge", "run_cases", "first_difference"]
+
+Status = Literal["passed", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement of one case.
+
+    ``checks`` lists ``(kind, protocol_version, ok)`` per judged payload (the matrix cells);
+    ``index`` is the payload the failure is about; ``expected``/``actual`` what should have
+    come out there and what did.
+    """
+
+    case: Case
+    status: Status
+    reason: str = ""
+    index: int | None = None
+    expected: Any = None
+    actual: Any = None
+    checks: tuple[tuple[str, int, bool], ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass
+class RunResult:
+    """Every verdict of a run, with the adapter's name and version."""
+
+    decoder: str
+    version: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    strict: bool = False
+    seconds: float = 0.0
+
+    def count(self, status: Status) -> int:
+        return sum(1 for v in self.verdicts if v.status == status)
+
+    @property
+    def must_failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.case.level == "MUST" and v.status != "passed"]
+
+    @property
+    def ok(self) -> bool:
+        """True when every MUST case passed (and, with strict, every SHOULD case run)."""
+        return not self.must_failed and not any(
+            v.status == "failed" for v in self.verdicts
+        )
+
+
+def first_difference(expected: Any, actual: Any, path: str = "") -> str | None:
+    """The path of the first difference between two JSON values (``new_tuple[2].text``)."""
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        for key in list(expected) + [k for k in actual if k not in expected]:
+            if key not in actual:
+                return f"{path}.{key}".lstrip(".") + " (missing)"
+            if key not in expected:
+                return f"{path}.{key}".lstrip(".") + " (unexpected)"
+            sub = first_difference(expected[key], actual[key], f"{path}.{key}")
+            if sub is not None:
+                return sub
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            sub = first_difference(e, a, f"{path}[{i}]")
+            if sub is not None:
+                return sub
+        if len(expected) != len(actual):
+            return f"{path} ({len(expected)} items expected, {len(actual)} found)".lstrip(".")
+        return None
+    if expected != actual or type(expected) is not type(actual):
+        return path.lstrip(".") or "(value)"
+    return None
+
+
+def _error_text(entry: Mapping[str, Any]) -> str:
+    err = entry.get("error")
+    if isinstance(err, Mapping):
+        text = str(err.get("message", ""))
+        rule = err.get("rule")
+        return f"{text}" if not rule or str(rule) in text else f"[{rule}] {text}"
+    return str(err)
+
+
+def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
+    """Judge an adapter's answer to *case*."""
+    pv = case.protocol_version
+    if case.level == "SHOULD" and not strict:  # pragma: no cover - filtered before running
+        return Verdict(case, "skipped", "SHOULD case (run with --strict)")
+    if answer.skip is not None:
+        return Verdict(case, "skipped", f"adapter skipped it: {answer.skip}", seconds=answer.seconds)
+    cells = case.checks
+    if answer.crash is not None:
+        return Verdict(case, "failed", f"adapter crashed: {answer.crash}", index=None,
+                       expected=_expected_at(case, cells[0].index if cells else 0), actual=answer.crash,
+                       checks=tuple((c.kind, pv, False) for c in cells), seconds=answer.seconds)
+    results = list(answer.results)
+    err_at = next((i for i, r in enumerate(results) if "error" in r), None)
+
+    def fail(reason: str, index: int | None, expected: Any, actual: Any) -> Verdict:
+        return Verdict(case, "failed", reason, index, expected, actual,
+                       tuple((c.kind, pv, False) for c in cells), answer.seconds)
+
+    if any(r.get("crash") for r in (r.get("error", {}) for r in results) if isinstance(r, Mapping)):
+        i = err_at if err_at is not None else 0
+        return fail(f"adapter crashed: {_error_text(results[i])}", i, _expected_at(case, i), results[i])
+    if case.error is None:
+        n = len(case.payloads)
+        if err_at is not None and err_at < n:
+            kind = kind_of(case.payloads[err_at])
+            what = "the message under test" if err_at in case.checked else f"message #{err_at} ({kind})"
+            return fail(f"rejected {what}: {_error_text(results[err_at])}", err_at,
+                        case.expected[err_at], results[err_at])
+        if err_at is not None and err_at == n:
+            return fail(f"rejected the end of a valid stream: {_error_text(results[err_at])}", n,
+                        None, results[err_at])
+        if len(results) < n:
+            return fail(f"answered {len(results)} results for {n} payloads", len(results),
+                        case.expected[len(results)] if len(results) < len(case.expected) else None, None)
+        checks = []
+        first_bad: tuple[int, str] | None = None
+        for c in cells:
+            got = results[c.index].get("message")
+            want = case.expected[c.index]
+            ok = got == want
+            checks.append((c.kind, pv, ok))
+            if not ok and first_bad is None:
+                first_bad = (c.index, first_difference(want, got) or "(value)")
+        if first_bad is not None:
+            i, where = first_bad
+            return Verdict(case, "failed", f"message #{i} ({kind_of(case.payloads[i])}) differs at {where}",
+                           i, case.expected[i], results[i].get("message"), tuple(checks), answer.seconds)
+        return Verdict(case, "passed", checks=tuple(checks), seconds=answer.seconds)
+    # a malformed case
+    want_i, want_rule = case.error.index, case.error.rule
+    expected = {"error": {"rule": want_rule, "index": want_i}}
+    if err_at is None:
+        if len(results) < want_i + (0 if want_i == len(case.payloads) else 1):
+            return fail(f"answered {len(results)} results, expected a rejection at #{want_i}",
+                        want_i, expected, None)
+        got = results[want_i].get("message") if want_i < len(results) else None
+        what = "the end of the stream" if want_i == len(case.payloads) else f"message #{want_i}"
+        return fail(f"accepted {what}; expected a rejection ({want_rule})", want_i, expected, got)
+    if err_at < want_i:
+        return fail(f"rejected message #{err_at} ({kind_of(case.payloads[err_at])}), which is valid: "
+                    f"{_error_text(results[err_at])}", err_at, case.expected[err_at]
+                    if err_at < len(case.expected) else None, results[err_at])
+    if err_at > want_i:
+        return fail(f"accepted message #{want_i}; rejected #{err_at} instead ({want_rule} expected)",
+                    want_i, expected, results[want_i])
+    rule = results[err_at]["error"].get("rule") if isinstance(results[err_at]["error"], Mapping) else None
+    if rule is not None and rule != want_rule:
+        return fail(f"rejected with rule {rule!r}, expected {want_rule!r}", err_at, expected, results[err_at])
+    return Verdict(case, "passed", checks=tuple((c.kind, pv, True) for c in cells), seconds=answer.seconds)
+
+
+def _expected_at(case: Case, index: int) -> Any:
+    if case.error is not None and index == case.error.index:
+        return {"error": {"rule": case.error.rule, "index": index}}
+    return case.expected[index] if index < len(case.expected) else None
+
+
+def run_cases(
+    adapter: Adapter,
+    cases: Iterable[Case],
+    *,
+    strict: bool = False,
+    progress: Callable[[int, int, Verdict], None] | None = None,
+) -> RunResult:
+    """Run every case (SHOULD cases only with *strict*) and judge the answers."""
+    todo: Sequence[Case] = list(cases)
+    result = RunResult(adapter.name, adapter.version, strict=strict)
+    t0 = time.perf_counter()
+    for n, case in enumerate(todo, 1):
+        if case.level == "SHOULD" and not strict:
+            verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)")
+        else:
+            verdict = judge(case, adapter.run(case.request()), strict=strict)
+        result.verdicts.append(verdict)
+        if progress is not None:
+            progress(n, len(todo), verdict)
+    result.seconds = time.perf_counter() - t0
+    return result

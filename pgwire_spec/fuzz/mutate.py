@@ -1,0 +1,311 @@
+"""The mutate engine: structure-aware mutations of seed payloads and streams.
+
+Each seed payload is mapped once (:func:`~pgwire_spec.fuzz._fields.field_map`): field
+boundaries, length and count fields, kind bytes, strings. A case is then one to three
+mutations drawn from a seeded ``random.Random``:
+
+payload mutations
+    ``bitflip``, ``byte`` (an interesting value), ``truncate`` (at a field boundary or
+    anywhere), ``extend`` (trailing bytes), ``length`` (a length or count set to 0, -1,
+    one past the end, huge …), ``kind`` (a tag, tuple kind or K/O/N marker replaced),
+    ``string`` (NUL removed, invalid UTF-8, NUL inserted), ``int`` (a field set to a
+    boundary value), ``splice`` (this payload's head on another's tail, at field
+    boundaries), ``context`` (the same bytes decoded in the other streaming context);
+stream mutations
+    ``swap``, ``drop``, ``duplicate``, ``move`` (message reordering), ``splice-streams``
+    (one window's head on another's tail), ``options`` (other negotiated options), and a
+    payload mutation applied inside the stream.
+
+Cases are plain tuples (no per-case objects on the hot path):
+``("p", data, in_stream, abort_tail, ops)`` or ``("s", options, payloads, ops)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DecodeError
+from ..pgoutput.decoder import PgOutputDecoder
+from ._fields import TAGS, Field, field_map
+from .seeds import SeedStream
+
+__all__ = ["PayloadSeed", "StreamSeed", "Mutator", "prepare_seeds"]
+
+_INTERESTING8 = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0x4E, 0x4B, 0x4F, 0x74, 0x62, 0x6E, 0x75)
+_INTERESTING32 = (0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF, 0x10000)
+_KIND_BYTES = b"ntubKONxX\x00\xff"
+_MAX_WINDOW = 6
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadSeed:
+    """A seed payload with its decoding context and field map."""
+
+    data: bytes
+    in_stream: bool
+    abort_tail: bool
+    fields: tuple[Field, ...]
+    boundaries: tuple[int, ...]
+    lengths: tuple[Field, ...]
+    kinds: tuple[Field, ...]
+    strings: tuple[Field, ...]
+    ints: tuple[Field, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSeed:
+    """A short valid window of a seed stream (Relations it needs included)."""
+
+    options: dict[str, Any]
+    payloads: tuple[bytes, ...]
+
+
+def _payload_seed(data: bytes, in_stream: bool, abort_tail: bool) -> PayloadSeed:
+    fields = field_map(data, in_stream, abort_tail)
+    return PayloadSeed(
+        data, in_stream, abort_tail, fields,
+        tuple(sorted({f.offset for f in fields if f.offset > 0})),
+        tuple(f for f in fields if f.kind in ("length", "count")),
+        tuple(f for f in fields if f.kind in ("kind-byte", "tag", "char", "bool")),
+        tuple(f for f in fields if f.kind == "string"),
+        tuple(f for f in fields if f.kind == "int"),
+    )
+
+
+def prepare_seeds(
+    streams: Sequence[SeedStream], *, max_payloads: int = 20_000, max_windows: int = 2_000
+) -> tuple[list[PayloadSeed], list[StreamSeed]]:
+    """Payload seeds (distinct payloads in their context) and stream windows of *streams*.
+
+    Each stream is replayed through a lenient reference decoder to learn every payload's
+    streaming context and, at transaction boundaries, the relation cache a window starting
+    there needs.
+    """
+    from .. import encode
+
+    payloads: dict[tuple[bytes, bool, bool], None] = {}
+    windows: list[StreamSeed] = []
+    per_stream = max(1, max_windows // max(1, len(streams)))
+    for s in streams:
+        opts = {k: s.options[k] for k in ("protocol_version", "streaming", "two_phase", "binary", "messages")
+                if k in s.options}
+        try:
+            dec = PgOutputDecoder(strict=False, **opts)
+        except Exception:  # noqa: BLE001 - a corpus stream with an impossible context: skip it
+            continue
+        abort_tail = dec.streaming == "parallel"
+        starts: list[tuple[int, list[bytes]]] = []
+        step = max(1, len(s.payloads) // per_stream)
+        for i, p in enumerate(s.payloads):
+            if dec.state == "idle" and not dec.open_streams and (i % step == 0 or not starts) \
+                    and len(starts) < per_stream:
+                rels = [encode(r) if r.xid is None else encode(_no_xid(r)) for r in dec.relations.values()]
+                starts.append((i, rels[-4:]))
+            payloads.setdefault((p, dec.in_stream, abort_tail), None)
+            try:
+                dec.decode(p)
+            except DecodeError:
+                break
+        for i, rels in starts:
+            window = tuple(rels) + s.payloads[i:i + _MAX_WINDOW]
+            windows.append(StreamSeed(opts, window))
+    keys = list(payloads)[:max_payloads]
+    return [_payload_seed(d, ins, at) for d, ins, at in keys], windows
+
+
+def _no_xid(rel: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(rel, xid=None)
+
+
+def _pick(r: random.Random, seq: Sequence[Any]) -> Any:
+    """``r.choice`` without its rejection sampling (random() is ten times cheaper)."""
+    return seq[int(r.random() * len(seq))]
+
+
+def _below(r: random.Random, n: int) -> int:
+    """``r.randrange(n)`` for small n, the cheap way (a bias below 2**-40)."""
+    return int(r.random() * n)
+
+
+class Mutator:
+    """Draws mutated cases from prepared seeds with a given ``random.Random``."""
+
+    def __init__(self, payload_seeds: Sequence[PayloadSeed], stream_seeds: Sequence[StreamSeed],
+                 stream_ratio: float = 0.02) -> None:
+        if not payload_seeds:
+            raise ValueError("the mutate engine needs at least one seed payload")
+        self.seeds = list(payload_seeds)
+        self.windows = list(stream_seeds)
+        self.stream_ratio = stream_ratio if self.windows else 0.0
+        self._ops = (
+            ("bitflip", self._bitflip, 3), ("byte", self._byte, 2), ("truncate", self._truncate, 3),
+            ("extend", self._extend, 1), ("length", self._length, 3), ("kind", self._kind, 2),
+            ("string", self._string, 2), ("int", self._int, 2), ("splice", self._splice, 2),
+        )
+        self._table = [(name, fn) for name, fn, w in self._ops for _ in range(w)]
+
+    # -- payload mutations ----------------------------------------------------------------------
+    def _bitflip(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if d:
+            i = _below(r, len(d))
+            d[i] ^= 1 << _below(r, 8)
+
+    def _byte(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if d:
+            d[_below(r, len(d))] = _pick(r, _INTERESTING8) if r.random() < 0.7 else _below(r, 256)
+
+    def _truncate(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if s.boundaries and r.random() < 0.7:
+            cut = _pick(r, s.boundaries)
+        else:
+            cut = _below(r, len(d) + 1)
+        del d[cut:]
+
+    def _extend(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if d and r.random() < 0.5:
+            a = _below(r, len(d))
+            d.extend(d[a:a + 1 + _below(r, 8)])
+        else:
+            d.extend(r.randbytes(1 + _below(r, 4)))
+
+    def _length(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if not s.lengths:
+            return self._truncate(r, d, s)
+        f = _pick(r, s.lengths)
+        if f.offset + f.size > len(d):
+            return None
+        size = f.size
+        left = len(d) - f.offset - size
+        choice = _below(r, 6)
+        if choice == 0:
+            value = _pick(r, _INTERESTING32)
+        elif choice == 1:
+            value = left + 1
+        elif choice == 2:
+            value = max(left - 1, 0)
+        elif choice == 3:
+            value = int.from_bytes(d[f.offset:f.offset + size], "big") + _pick(r, (-1, 1, 2))
+        else:
+            value = r.getrandbits(8 * size)
+        d[f.offset:f.offset + size] = (value % (1 << (8 * size))).to_bytes(size, "big")
+        return None
+
+    def _kind(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if not s.kinds:
+            return self._byte(r, d, s)
+        f = _pick(r, s.kinds)
+        if f.offset < len(d):
+            d[f.offset] = _pick(r, TAGS) if f.kind == "tag" and r.random() < 0.7 else _pick(r, _KIND_BYTES)
+        return None
+
+    def _string(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if not s.strings:
+            return self._bitflip(r, d, s)
+        f = _pick(r, s.strings)
+        end = f.offset + f.size - 1
+        if end >= len(d):
+            return None
+        choice = _below(r, 3)
+        if choice == 0 and d[end] == 0:
+            del d[end]  # unterminated: the string runs into the next field
+        elif choice == 1:
+            d[f.offset:f.offset] = _pick(r, (b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe2\x82"))
+        else:
+            d[f.offset:f.offset] = b"\x00"
+        return None
+
+    def _int(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        if not s.ints:
+            return self._byte(r, d, s)
+        f = _pick(r, s.ints)
+        if f.offset + f.size > len(d):
+            return None
+        n = f.size * 8
+        value = _pick(r, (0, 1, (1 << (n - 1)) - 1, 1 << (n - 1), (1 << n) - 1, r.getrandbits(n)))
+        d[f.offset:f.offset + f.size] = value.to_bytes(f.size, "big")
+        return None
+
+    def _splice(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
+        other = _pick(r, self.seeds)
+        a = _pick(r, s.boundaries) if s.boundaries else _below(r, len(d) + 1)
+        b = _pick(r, other.boundaries) if other.boundaries else _below(r, len(other.data) + 1)
+        d[a:] = other.data[b:]
+
+    def mutate_payload(self, r: random.Random, seed: PayloadSeed) -> tuple[bytes, bool, bool, tuple[str, ...]]:
+        """Apply one to three payload mutations to *seed*; return (bytes, in_stream,
+        abort_tail, op names)."""
+        d = bytearray(seed.data)
+        in_stream, abort_tail = seed.in_stream, seed.abort_tail
+        n = 1 if r.random() < 0.6 else 2 + _below(r, 2)
+        ops = []
+        table = self._table
+        for _ in range(n):
+            if r.random() < 0.04:
+                ops.append("context")
+                if r.random() < 0.5:
+                    in_stream = not in_stream
+                else:
+                    abort_tail = not abort_tail
+                continue
+            name, fn = table[_below(r, len(table))]
+            fn(r, d, seed)
+            ops.append(name)
+        return bytes(d), in_stream, abort_tail, tuple(ops)
+
+    # -- stream mutations --------------------------------------------------------------------------
+    def mutate_stream(self, r: random.Random) -> tuple[dict[str, Any], tuple[bytes, ...], tuple[str, ...]]:
+        w = _pick(r, self.windows)
+        pl = list(w.payloads)
+        options = dict(w.options)
+        choice = _below(r, 7)
+        n = len(pl)
+        if choice == 0 and n > 1:
+            i, j = _below(r, n), _below(r, n)
+            pl[i], pl[j] = pl[j], pl[i]
+            op = "swap"
+        elif choice == 1 and n > 1:
+            del pl[_below(r, n)]
+            op = "drop"
+        elif choice == 2:
+            i = _below(r, n)
+            pl.insert(_below(r, n + 1), pl[i])
+            op = "duplicate"
+        elif choice == 3 and n > 1:
+            p = pl.pop(_below(r, n))
+            pl.insert(_below(r, n), p)
+            op = "move"
+        elif choice == 4:
+            other = _pick(r, self.windows).payloads
+            pl = pl[:_below(r, n + 1)] + list(other[_below(r, len(other) + 1):])
+            op = "splice-streams"
+        elif choice == 5:
+            key = _pick(r, ("protocol_version", "streaming", "two_phase", "binary", "messages"))
+            if key == "protocol_version":
+                options[key] = 1 + _below(r, 4)
+            elif key == "streaming":
+                options[key] = _pick(r, ("off", "on", "parallel"))
+            else:
+                options[key] = not options.get(key, False)
+            op = f"options:{key}"
+        else:
+            i = _below(r, n)
+            seed = _payload_seed(pl[i], False, options.get("streaming") == "parallel")
+            data, _, _, ops = self.mutate_payload(r, seed)
+            pl[i] = data
+            op = "payload:" + "+".join(ops)
+        return options, tuple(pl), (op,)
+
+    def case(self, r: random.Random) -> tuple[Any, ...]:
+        """One mutated case: ``("p", data, in_stream, abort_tail, ops)`` or
+        ``("s", options, payloads, ops)``."""
+        if self.stream_ratio and r.random() < self.stream_ratio:
+            options, payloads, ops = self.mutate_stream(r)
+            return ("s", options, payloads, ops)
+        seed = self.seeds[_below(r, len(self.seeds))]
+        data, in_stream, abort_tail, ops = self.mutate_payload(r, seed)
+        return ("p", data, in_stream, abort_tail, ops)

@@ -1,0 +1,538 @@
+"""Campaigns and their seeded shards: plain functions, the unit of work of the Spark job.
+
+A :class:`Campaign` says what to fuzz (target, engines, corpus), for how long (a time
+budget, or a number of cases for reproducible runs) and with which seed. :func:`plan_shards`
+splits it into :class:`Shard` objects, each with its own seed derived from the campaign's;
+:func:`run_shard` runs one of them in the current process and returns a
+:class:`ShardResult` (cases, accepted/rejected, findings by signature, throughput).
+
+Case *i* of a shard is a function of (campaign seed, shard index, engine, i) alone: cases
+are drawn in chunks, each chunk from its own ``random.Random`` seeded by those values, so
+the same seed gives the same cases however long the budget (a longer budget only goes
+further). Every shard keeps a CRC of its cases to show it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import resource
+import signal
+import threading
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .seeds import SeedStream
+
+__all__ = [
+    "ENGINES",
+    "Campaign",
+    "Shard",
+    "Finding",
+    "ShardResult",
+    "plan_shards",
+    "run_shard",
+    "derive_seed",
+    "finding_id",
+]
+
+ENGINES = ("mutate", "generate")
+CHUNK = 512
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from any parts (stable across processes and machines)."""
+    text = ":".join(map(str, parts)).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") >> 1
+
+
+def finding_id(signature: str) -> str:
+    """The stable id of a finding: ``F`` + 10 hex digits of its signature's hash."""
+    return "F" + hashlib.blake2b(signature.encode(), digest_size=5).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Campaign:
+    """What to fuzz, with what, for how long.
+
+    ``target``: ``reference``, a decoder name of the conformance runner, or ``None`` with
+    ``adapter_cmd``; ``engines``: a subset of :data:`ENGINES`; ``corpus``: corpus sources
+    (:func:`pgwire_spec.fuzz.corpus.load_corpus`); ``budget``: seconds of wall time (about),
+    or ``cases``: cases per shard (then the budget is only a safety limit).
+    """
+
+    name: str = "campaign"
+    target: str = "reference"
+    adapter_cmd: str | None = None
+    engines: tuple[str, ...] = ("mutate", "generate")
+    corpus: tuple[str, ...] = ("builtin", "fixtures")
+    seed: int = 0
+    budget: float = 60.0
+    cases: int | None = None
+    shards_per_core: int = 2
+    case_timeout: float = 2.0
+    memory_limit_mb: int = 512
+    max_signatures: int = 200
+    #: share of generate-engine shards when both engines run (the rest mutate)
+    generate_share: float = 0.25
+
+    def __post_init__(self) -> None:
+        bad = [e for e in self.engines if e not in ENGINES]
+        if bad or not self.engines:
+            raise ValueError(f"engines must be among {', '.join(ENGINES)}, found {list(self.engines)}")
+        if self.budget <= 0:
+            raise ValueError(f"budget must be positive seconds, found {self.budget}")
+        if self.cases is not None and self.cases <= 0:
+            raise ValueError(f"cases must be positive, found {self.cases}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Campaign:
+        """A campaign from a definition file's mapping (unknown keys are an error)."""
+        names = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown campaign keys {sorted(unknown)}; expected some of {sorted(names)}")
+        kw = dict(data)
+        for key in ("engines", "corpus"):
+            if key in kw and isinstance(kw[key], str):
+                kw[key] = tuple(x.strip() for x in kw[key].split(",") if x.strip())
+            elif key in kw:
+                kw[key] = tuple(kw[key])
+        return cls(**kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["engines"] = list(self.engines)
+        d["corpus"] = list(self.corpus)
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One unit of work: an engine, a seed, a budget (and optionally a case count)."""
+
+    campaign: Campaign
+    index: int
+    engine: str
+    seed: int
+    budget: float
+    cases: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One oracle violation (the first example of its signature) and how often it came."""
+
+    signature: str
+    oracle: str
+    detail: str
+    engine: str
+    target: str
+    shard: int
+    case_index: int
+    #: ``payload`` (one payload with its in_stream/abort_tail context) or ``stream``
+    kind: str
+    context: dict[str, Any]
+    payloads: tuple[bytes, ...]
+    ops: tuple[str, ...] = ()
+    count: int = 1
+    minimised: tuple[bytes, ...] | None = None
+
+    @property
+    def id(self) -> str:
+        return finding_id(self.signature)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "signature": self.signature, "oracle": self.oracle, "detail": self.detail,
+            "engine": self.engine, "target": self.target, "shard": self.shard,
+            "case_index": self.case_index, "kind": self.kind, "context": dict(self.context),
+            "payloads": [p.hex() for p in self.payloads], "ops": list(self.ops), "count": self.count,
+            "minimised": None if self.minimised is None else [p.hex() for p in self.minimised],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Finding:
+        return cls(
+            signature=d["signature"], oracle=d["oracle"], detail=d["detail"], engine=d["engine"],
+            target=d["target"], shard=int(d["shard"]), case_index=int(d["case_index"]), kind=d["kind"],
+            context=dict(d["context"]), payloads=tuple(bytes.fromhex(h) for h in d["payloads"]),
+            ops=tuple(d.get("ops", ())), count=int(d.get("count", 1)),
+            minimised=None if d.get("minimised") is None else tuple(bytes.fromhex(h) for h in d["minimised"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ShardResult:
+    """What one shard did: cases run, accepted and rejected by the target, seconds, a CRC
+    of the cases (same seed, same CRC), findings (one per signature) and notes."""
+
+    index: int
+    engine: str
+    seed: int
+    cases: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    crc: int = 0
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    host: str = ""
+    pid: int = 0
+
+    @property
+    def occurrences(self) -> int:
+        return sum(f.count for f in self.findings)
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "engine": self.engine, "seed": self.seed, "cases": self.cases,
+            "accepted": self.accepted, "rejected": self.rejected, "seconds": round(self.seconds, 4),
+            "cases_per_second": round(self.rate, 1), "crc": self.crc,
+            "findings": len(self.findings), "occurrences": self.occurrences,
+            "findings_list": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes), "host": self.host, "pid": self.pid,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ShardResult:
+        return cls(index=d["index"], engine=d["engine"], seed=d["seed"], cases=d["cases"],
+                   accepted=d["accepted"], rejected=d["rejected"], seconds=d["seconds"], crc=d["crc"],
+                   findings=tuple(Finding.from_dict(f) for f in d.get("findings_list", ())),
+                   notes=tuple(d.get("notes", ())), host=d.get("host", ""), pid=d.get("pid", 0))
+
+
+class _Acc:
+    """The mutable tally of a running shard."""
+
+    __slots__ = ("cases", "crc", "seconds", "findings", "notes")
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.crc = 0
+        self.seconds = 0.0
+        self.findings: dict[str, Finding] = {}
+        self.notes: list[str] = []
+
+
+def plan_shards(campaign: Campaign, cores: int) -> list[Shard]:
+    """Split *campaign* over *cores*: ``cores × shards_per_core`` shards, each with a
+    derived seed and a share of the budget so that the campaign takes about ``budget``
+    seconds of wall time."""
+    n = max(1, cores) * max(1, campaign.shards_per_core)
+    engines = list(campaign.engines)
+    if len(engines) == 1:
+        plan = engines * n
+    elif n == 1:
+        plan = ["mutate"]
+    else:
+        # generate shards spread evenly among the mutate ones
+        n_gen = min(n - 1, max(1, round(n * campaign.generate_share)))
+        plan = ["generate" if (i + 1) * n_gen // n > i * n_gen // n else "mutate" for i in range(n)]
+    share = campaign.budget * max(1, cores) / n
+    return [
+        Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine), share, campaign.cases)
+        for i, engine in enumerate(plan)
+    ]
+
+
+# -- running a shard ---------------------------------------------------------------------------------
+
+_PREPARED: dict[str, Any] = {}
+
+
+def _prepared(streams: Sequence[SeedStream]) -> Any:
+    """Prepared seeds per corpus, cached per worker process (Spark reuses workers)."""
+    from .mutate import prepare_seeds
+
+    key = hashlib.blake2b(
+        b"".join(s.name.encode() + b"\0" + str(len(s.payloads)).encode() for s in streams), digest_size=8
+    ).hexdigest()
+    got = _PREPARED.get(key)
+    if got is None:
+        got = _PREPARED[key] = prepare_seeds(streams)
+    return got
+
+
+class _Hang(BaseException):
+    """Raised by the per-chunk timer: a case ran past its timeout."""
+
+
+def _can_alarm() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+class _Watch:
+    """The hang and memory guards of a shard: a per-chunk real-time timer and the
+    process's peak RSS."""
+
+    def __init__(self, timeout: float, memory_limit_mb: int) -> None:
+        self.timeout = timeout
+        self.enabled = timeout > 0 and _can_alarm()
+        self.limit_kb = memory_limit_mb * 1024
+        self.base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        self._old: Any = None
+
+    def __enter__(self) -> _Watch:
+        if self.enabled:
+            def _raise(signum: int, frame: Any) -> None:
+                raise _Hang()
+
+            self._old = signal.signal(signal.SIGALRM, _raise)
+        return self
+
+    def arm(self, seconds: float | None = None) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, seconds or self.timeout)
+
+    def disarm(self) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._old or signal.SIG_DFL)
+
+    def memory_grew(self) -> int:
+        """KiB of peak RSS above the shard's start, if above the limit; else 0."""
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - self.base_kb
+        return grew if grew > self.limit_kb else 0
+
+
+def _open_target(campaign: Campaign) -> Any:
+    if campaign.adapter_cmd:
+        from ..conformance.adapters import open_command
+
+        return open_command(campaign.adapter_cmd, campaign.case_timeout)
+    if campaign.target != "reference":
+        from ..conformance.adapters import open_decoder
+
+        return open_decoder(campaign.target, campaign.case_timeout)
+    return None
+
+
+def _target_name(campaign: Campaign) -> str:
+    return f"adapter-cmd:{campaign.adapter_cmd}" if campaign.adapter_cmd else campaign.target
+
+
+def run_shard(shard: Shard, streams: Sequence[SeedStream],
+              progress: Callable[[int], None] | None = None) -> ShardResult:
+    """Run one shard in this process until its budget or case count is reached."""
+    import socket
+
+    c = shard.campaign
+    acc = _Acc()
+    started = time.perf_counter()  # the budget includes preparing seeds and the adapter
+    adapter = _open_target(c)
+    try:
+        if adapter is None:
+            from .oracles import ReferenceOracle
+
+            oracle: Any = ReferenceOracle()
+        else:
+            from .oracles import DifferentialOracle
+
+            oracle = DifferentialOracle(adapter)
+        if shard.engine == "mutate":
+            _run_mutate(shard, streams, oracle, adapter is not None, acc, progress, started)
+        else:
+            _run_generate(shard, oracle, acc, progress, started)
+    finally:
+        if adapter is not None:
+            adapter.close()
+    return ShardResult(
+        shard.index, shard.engine, shard.seed, acc.cases, oracle.accepted, oracle.rejected, acc.seconds,
+        acc.crc, tuple(acc.findings.values()), tuple(acc.notes), socket.gethostname(), os.getpid(),
+    )
+
+
+def _record(result: _Acc, shard: Shard, violation: tuple[str, str, str], case: tuple[Any, ...],
+            index: int) -> None:
+    sig, oracle, detail = violation
+    known = result.findings.get(sig)
+    if known is not None:
+        result.findings[sig] = replace(known, count=known.count + 1)
+        return
+    if len(result.findings) >= shard.campaign.max_signatures:
+        if "signature cap reached" not in result.notes:
+            result.notes.append("signature cap reached")
+        return
+    if case[0] == "p":
+        kind, context, payloads, ops = "payload", {"in_stream": case[2], "abort_tail": case[3]}, (case[1],), case[4]
+    else:
+        kind, context, payloads, ops = "stream", dict(case[1]), tuple(case[2]), case[3]
+    result.findings[sig] = Finding(sig, oracle, detail, shard.engine, _target_name(shard.campaign),
+                                   shard.index, index, kind, context, payloads, tuple(ops))
+
+
+def _crc_case(case: tuple[Any, ...], crc: int) -> int:
+    if case[0] == "p":
+        return zlib.crc32(case[1], crc ^ (case[2] << 1 | case[3]))
+    for p in case[2]:
+        crc = zlib.crc32(p, crc)
+    return zlib.crc32(repr(sorted(case[1].items())).encode(), crc)
+
+
+def check_case(oracle: Any, case: tuple[Any, ...], lenient: bool = True) -> tuple[str, str, str] | None:
+    """Run *case* through *oracle* (payload cases need the reference oracle)."""
+    if case[0] == "p":
+        return oracle.check_payload(case[1], case[2], case[3])  # type: ignore[no-any-return]
+    if lenient:
+        return oracle.check_stream(case[1], case[2])  # type: ignore[no-any-return]
+    return oracle.check_stream(case[1], case[2], lenient=False)  # type: ignore[no-any-return]
+
+
+def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differential: bool,
+                result: _Acc, progress: Callable[[int], None] | None, started: float) -> None:
+    from .mutate import Mutator
+
+    seeds, windows = _prepared(streams)
+    mutator = Mutator(seeds, windows, stream_ratio=1.0 if differential else 0.03)
+    t0 = time.perf_counter()
+    deadline = started + shard.budget
+    limit = shard.cases
+    n = 0
+    crc = 0
+    chunk = 0
+    check_payload = getattr(oracle, "check_payload", None)
+    check_stream = oracle.check_stream
+    per_chunk = 32 if differential else CHUNK
+    # An adapter has its own per-case timeout (SubprocessAdapter); the reference gets the timer.
+    with _Watch(0 if differential else shard.campaign.case_timeout, shard.campaign.memory_limit_mb) as watch:
+        while True:
+            size = per_chunk if limit is None else min(per_chunk, limit - n)
+            if size <= 0:
+                break
+            rng = random.Random(derive_seed(shard.seed, "chunk", chunk))
+            cases = [mutator.case(rng) for _ in range(size)]
+            i = 0
+            while i < size:
+                # one timer per chunk: a chunk takes milliseconds, so a case that runs past the
+                # timeout trips it; the case running then is re-run alone to confirm
+                watch.arm()
+                try:
+                    while i < size:
+                        case = cases[i]
+                        if case[0] == "p":
+                            v = check_payload(case[1], case[2], case[3])
+                        elif differential:
+                            v = check_stream(case[1], case[2])
+                        else:
+                            v = check_stream(case[1], case[2], (n + i) % 4 == 0)
+                        if v is not None:
+                            _record(result, shard, v, case, n + i)
+                        i += 1
+                except _Hang:
+                    watch.disarm()
+                    _confirm_hang(shard, oracle, watch, cases, i, n, result)
+                    i += 1
+                watch.disarm()
+            for case in cases:
+                crc = _crc_case(case, crc)
+            grew = watch.memory_grew()
+            if grew:
+                _record(result, shard, (f"memory:chunk:{chunk}", "memory",
+                                        f"peak RSS grew by {grew // 1024} MiB during this chunk"), cases[0], n)
+                watch.base_kb += grew
+            n += size
+            chunk += 1
+            if progress is not None:
+                progress(n)
+            if time.perf_counter() >= deadline:
+                break
+    result.cases = n
+    result.crc = crc
+    result.seconds = time.perf_counter() - t0
+    if not watch.enabled:
+        result.notes.append("hang timer unavailable (not the main thread): timeouts not checked")
+
+
+def _confirm_hang(shard: Shard, oracle: Any, watch: _Watch, cases: list[tuple[Any, ...]], i: int, n: int,
+                  result: _Acc) -> None:
+    """The chunk timer fired during case *i*: re-run it alone under the per-case timeout."""
+    case = cases[i]
+    watch.arm(shard.campaign.case_timeout)
+    try:
+        v = check_case(oracle, case)
+    except _Hang:
+        watch.disarm()
+        tag = chr(case[1][0]) if case[0] == "p" and case[1] else "stream"
+        _record(result, shard, (f"timeout:{tag}", "timeout",
+                                f"no verdict within {shard.campaign.case_timeout:g} s"), case, n + i)
+        return
+    watch.disarm()
+    if v is not None:
+        _record(result, shard, v, case, n + i)
+
+
+def _run_generate(shard: Shard, oracle: Any, result: _Acc,
+                  progress: Callable[[int], None] | None, started: float) -> None:
+    from .generate import CONTEXTS, each_example, strategies_available, stream_strategies
+
+    t0 = time.perf_counter()
+    result.seconds = 0.0
+    if not strategies_available("streams"):
+        result.notes.append("generate engine idle: pgwire_spec.strategies provides no streams() yet")
+        return
+    deadline = started + shard.budget
+    limit = shard.cases
+    counter = {"n": 0, "crc": 0}
+    rounds = 0
+    per_round = 50
+    while (limit is None or counter["n"] < limit) and time.perf_counter() < deadline:
+        ctx = CONTEXTS[rounds % len(CONTEXTS)]
+        for kind, strategy in stream_strategies(ctx):
+            want = per_round if limit is None else min(per_round, limit - counter["n"])
+            if want <= 0:
+                break
+            seed = derive_seed(shard.seed, "round", rounds, kind)
+
+            def body(drawn: Any, kind: str = kind, ctx: dict[str, Any] = ctx) -> None:
+                if limit is not None and counter["n"] >= limit:
+                    return
+                options = dict(getattr(drawn, "options", ctx))
+                payloads = tuple(bytes(p) for p in drawn.payloads)
+                case = ("s", options, payloads, (f"generate:{kind}",))
+                idx = counter["n"]
+                counter["n"] += 1
+                counter["crc"] = _crc_case(case, counter["crc"])
+                try:
+                    v = check_case(oracle, case)
+                    if v is None and kind == "malformed" and hasattr(oracle, "check_payload"):
+                        v = _check_catalogue(options, payloads, drawn)
+                except Exception as exc:  # noqa: BLE001 - never let hypothesis see it
+                    v = (f"exception:{type(exc).__name__}:oracle", "exception", str(exc))
+                if v is not None:
+                    _record(result, shard, v, case, idx)
+
+            each_example(strategy, want, seed, body)
+        rounds += 1
+        if progress is not None:
+            progress(counter["n"])
+    result.cases = counter["n"]
+    result.crc = counter["crc"]
+    result.seconds = time.perf_counter() - t0
+
+
+def _check_catalogue(options: Mapping[str, Any], payloads: Sequence[bytes], drawn: Any) -> tuple[str, str, str] | None:
+    """A malformed stream must be rejected at ``.index`` with ``.expected_rule``."""
+    from ..conformance.adapters.reference import decode_case
+
+    res = decode_case(options, payloads)
+    err = next((i for i, r in enumerate(res) if "error" in r), None)
+    want_i, want_rule = int(drawn.index), str(drawn.expected_rule)
+    got_rule = res[err]["error"].get("rule") if err is not None else None
+    if err == want_i and got_rule == want_rule:
+        return None
+    return (f"catalogue:{want_rule}:{got_rule}", "catalogue",
+            f"malformed stream expected {want_rule} at #{want_i}, reference said "
+            f"{got_rule or 'nothing'} at #{err}")

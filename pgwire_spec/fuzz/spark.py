@@ -1,0 +1,510 @@
+"""The Spark job: a campaign's shards as Spark tasks, results gathered on the driver.
+
+A thin shell around :mod:`pgwire_spec.fuzz.shards`: the driver loads the corpus, plans
+the shards, ships the package (a zip of ``pgwire_spec`` added with ``addPyFile``) and the
+corpus (a broadcast) and runs one task per shard; each task calls
+:func:`~pgwire_spec.fuzz.shards.run_shard`, which batches its cases so that no per-case
+work happens outside the decoder and the oracle. Progress (shards done, cases so far,
+findings) is printed while the job runs. The driver then merges findings by signature,
+minimises them, writes each as a regression fixture and writes the findings table
+(``findings.parquet``) and ``summary.json``.
+
+``master`` is ``local[*]`` by default; ``local[N]``, ``spark://host:7077`` or any other
+master works unchanged. Golden-fixture verification runs through the same machinery
+(:func:`verify_fixtures_spark`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import PgWireError
+from .findings import merge_findings, minimise, write_regression
+from .seeds import SeedStream
+from .shards import Campaign, Finding, ShardResult, plan_shards
+
+__all__ = [
+    "SparkJobError",
+    "CampaignReport",
+    "package_zip",
+    "ship_package",
+    "spark_session",
+    "run_campaign",
+    "write_outputs",
+    "format_report",
+    "verify_fixtures_spark",
+]
+
+
+class SparkJobError(PgWireError):
+    """Spark is not installed, could not start, or the job failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignReport:
+    """The gathered result of a campaign."""
+
+    campaign: Campaign
+    master: str
+    cores: int
+    shards: tuple[ShardResult, ...]
+    findings: tuple[Finding, ...]
+    seconds: float
+    corpus: str = ""
+    paths: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return sum(s.cases for s in self.shards)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def per_engine(self) -> dict[str, dict[str, float]]:
+        """Cases, task seconds and cases per second per core, per engine."""
+        out: dict[str, dict[str, float]] = {}
+        for s in self.shards:
+            e = out.setdefault(s.engine, {"cases": 0, "seconds": 0.0, "shards": 0})
+            e["cases"] += s.cases
+            e["seconds"] += s.seconds
+            e["shards"] += 1
+        for e in out.values():
+            e["cases_per_second_per_core"] = e["cases"] / e["seconds"] if e["seconds"] else 0.0
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON summary: campaign, totals, per engine, per shard, findings."""
+        return {
+            "campaign": self.campaign.to_dict(),
+            "master": self.master,
+            "cores": self.cores,
+            "corpus": self.corpus,
+            "seconds": round(self.seconds, 3),
+            "cases": self.cases,
+            "cases_per_second": round(self.cases / self.seconds, 1) if self.seconds else 0.0,
+            "findings": len(self.findings),
+            "occurrences": sum(f.count for f in self.findings),
+            "engines": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in self.per_engine().items()},
+            "shards": [
+                {k: v for k, v in s.to_dict().items() if k != "findings_list"} for s in self.shards
+            ],
+            "findings_list": [
+                {"id": f.id, "signature": f.signature, "oracle": f.oracle, "count": f.count, "detail": f.detail,
+                 "kind": f.kind, "engine": f.engine, "shard": f.shard,
+                 "bytes": sum(len(p) for p in (f.minimised or f.payloads))}
+                for f in self.findings
+            ],
+            "paths": dict(self.paths),
+        }
+
+
+# -- shipping the package -------------------------------------------------------------------------
+
+
+def package_zip(directory: Path | str | None = None) -> Path:
+    """A zip of the ``pgwire_spec`` package (for ``addPyFile`` / ``--py-files``), named by
+    its content hash and reused while the sources do not change."""
+    pkg = Path(__file__).resolve().parents[1]
+    # Compiled extensions cannot be imported from a zip: the shipped package runs on the
+    # pure-Python codecs (the C decoders are an optional speed-up of the same grammar).
+    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and p.suffix not in (".pyc", ".so", ".c", ".tmp"))
+    h = hashlib.blake2b(digest_size=8)
+    for p in files:
+        st = p.stat()
+        h.update(f"{p.relative_to(pkg)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    out_dir = Path(directory) if directory is not None else Path(tempfile.gettempdir()) / "pgwire-spec-spark"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"pgwire_spec-{h.hexdigest()}.zip"
+    if not target.exists():
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in files:
+                z.write(p, Path("pgwire_spec") / p.relative_to(pkg))
+        tmp.replace(target)
+    return target
+
+
+# -- the session ----------------------------------------------------------------------------------
+
+
+def ship_package(sc: Any, ship: bool | None = None) -> bool:
+    """Add the package zip to the job (``addPyFile``) unless the master is ``local``: local
+    executors are children of this interpreter and import the installed package (with its
+    C decoders); every other master gets the package shipped with the job."""
+    if ship is None:
+        ship = not str(sc.master).startswith("local")
+    if ship:
+        sc.addPyFile(str(package_zip()))
+    return ship
+
+
+def _is_loopback_master(master: str) -> bool:
+    return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost", "[::1]"))
+
+
+def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession for *master*, quiet (no UI, no console progress bar: the job prints
+    its own) and with the executors' Python set to this interpreter when the cluster runs
+    on this machine (``PYSPARK_PYTHON`` wins if set)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkJobError("pyspark is not installed: pip install 'pgwire-spec[spark]'") from None
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.python.worker.reuse": "true",
+        "spark.task.maxFailures": "1" if master.startswith("local") else "2",
+    }
+    if _is_loopback_master(master):
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+        settings.setdefault("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
+        settings.setdefault("spark.pyspark.driver.python", sys.executable)
+    quiet = _quiet_log4j()
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
+    settings["spark.executor.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
+    settings.update(conf or {})
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    env = dict(os.environ)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if _is_loopback_master(master) else None
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - Java missing, a bad master URL …
+        os.environ.clear()
+        os.environ.update(env)
+        raise SparkJobError(f"cannot start Spark with master {master!r}: {str(exc).strip().splitlines()[0]}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _quiet_log4j() -> Path:
+    """A log4j2 configuration that keeps Spark's JVM to errors (our progress lines are the
+    job's output)."""
+    path = Path(tempfile.gettempdir()) / "pgwire-spec-spark" / "log4j2-quiet.properties"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(
+            "rootLogger.level = error\n"
+            "rootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n",
+            encoding="utf-8",
+        )
+        tmp.replace(path)
+    return path
+
+
+# -- the job -------------------------------------------------------------------------------------
+
+
+def _light(streams: Iterable[SeedStream]) -> list[SeedStream]:
+    """The streams without expected JSON (the mutate engine needs bytes and context only)."""
+    return [SeedStream(s.name, dict(s.options), s.payloads, s.source) for s in streams]
+
+
+def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any) -> dict[str, Any]:
+    """One Spark task: run a shard; report its cases through the accumulator as it goes."""
+    from pgwire_spec.fuzz.shards import run_shard
+
+    last = [0]
+
+    def progress(n: int) -> None:
+        if n - last[0] >= 50_000:
+            last[0] = n
+
+    result = run_shard(shard, streams_bc.value, progress)
+    cases_acc.add(result.cases)
+    return result.to_dict()
+
+
+class _Progress:
+    """Prints the job's progress while it runs (shards done and running, cases, time)."""
+
+    def __init__(self, sc: Any, total: int, budget: float, say: Callable[[str], None],
+                 cases_acc: Any, interval: float = 2.0) -> None:
+        self.sc, self.total, self.budget, self.say = sc, total, budget, say
+        self.acc = cases_acc
+        self.interval = interval
+        self.stop = threading.Event()
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self._run, name="pgwire-fuzz-progress", daemon=True)
+
+    def __enter__(self) -> _Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        last = ""
+        while not self.stop.wait(self.interval):
+            try:
+                tracker = self.sc.statusTracker()
+                done = running = 0
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info is not None:
+                        done += info.numCompletedTasks
+                        running += info.numActiveTasks
+                cases = self.acc.value
+            except Exception:  # noqa: BLE001 - progress is best effort; the job decides
+                continue
+            line = (f"[fuzz] {time.monotonic() - self.t0:5.0f} s of ~{self.budget:.0f} s: "
+                    f"shards {done}/{self.total} done, {running} running, {cases:,} cases from finished shards")
+            if line != last:
+                self.say(line)
+                last = line
+
+
+def run_campaign(
+    campaign: Campaign,
+    *,
+    master: str = "local[*]",
+    out: Path | str | None = None,
+    spark: Any = None,
+    streams: Sequence[SeedStream] | None = None,
+    say: Callable[[str], None] = print,
+    minimise_findings: bool = True,
+    ship: bool | None = None,
+) -> CampaignReport:
+    """Run *campaign* as a Spark job on *master*; write its outputs to *out* if given."""
+    from .corpus import describe, load_corpus
+
+    t0 = time.perf_counter()
+    if streams is None:
+        streams = load_corpus(campaign.corpus)
+    if not streams:
+        raise SparkJobError(f"the corpus {list(campaign.corpus)} is empty")
+    own = spark is None
+    if own:
+        say(f"[fuzz] starting Spark ({master}) …")
+        spark = spark_session(master, f"pgwire-spec fuzz {campaign.name}")
+    sc = spark.sparkContext
+    try:
+        shipped = ship_package(sc, ship)
+        master = str(sc.master)
+        cores = int(sc.defaultParallelism)
+        shards = plan_shards(campaign, cores)
+        engines = sorted({s.engine for s in shards})
+        say(f"[fuzz] campaign {campaign.name}: target {campaign.adapter_cmd or campaign.target}, engines "
+            f"{'+'.join(engines)}, seed {campaign.seed}, {len(shards)} shards on {cores} cores, "
+            f"corpus {describe(streams)}{', package shipped' if shipped else ''}, budget "
+            + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s"))
+        bc = sc.broadcast(_light(streams))
+        acc = sc.accumulator(0)
+        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc))
+        expected = campaign.budget if not campaign.cases else float("nan")
+        with _Progress(sc, len(shards), expected if expected == expected else 0.0, say, acc):
+            try:
+                raw = rdd.collect()
+            except Exception as exc:  # noqa: BLE001 - a task failed: say which, no JVM trace
+                text = str(exc)
+                hint = next((ln.strip() for ln in text.splitlines() if "Error" in ln or "error" in ln), text[:300])
+                raise SparkJobError(f"the fuzz job failed: {hint}") from None
+        bc.unpersist()
+    finally:
+        if own:
+            spark.stop()
+    results = tuple(sorted((ShardResult.from_dict(d) for d in raw), key=lambda r: r.index))
+    findings = merge_findings(results)
+    if minimise_findings and findings:
+        say(f"[fuzz] minimising {len(findings)} finding(s) …")
+        findings = _minimise_all(campaign, findings)
+    report = CampaignReport(campaign, master, cores, results, tuple(findings), time.perf_counter() - t0,
+                            describe(streams))
+    if out is not None:
+        report = write_outputs(report, out)
+    return report
+
+
+def _minimise_all(campaign: Campaign, findings: list[Finding]) -> list[Finding]:
+    from .oracles import DifferentialOracle, ReferenceOracle
+    from .shards import _open_target
+
+    adapter = _open_target(campaign)
+    try:
+        oracle: Any = DifferentialOracle(adapter) if adapter is not None else ReferenceOracle(json_every=1)
+        return [minimise(f, oracle, max_seconds=2.0 if adapter is None else 10.0) for f in findings]
+    finally:
+        if adapter is not None:
+            adapter.close()
+
+
+def write_outputs(report: CampaignReport, out: Path | str) -> CampaignReport:
+    """Write ``findings/<id>.json`` (regression fixtures), ``findings.parquet`` and
+    ``summary.json`` into *out*; return the report with their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fdir = out / "findings"
+    paths: dict[str, str] = {}
+    for f in report.findings:
+        write_regression(f, fdir, report.campaign)
+    if report.findings:
+        paths["findings"] = str(fdir)
+    paths["table"] = str(_write_table(report, out / "findings.parquet"))
+    paths["summary"] = str(out / "summary.json")
+    report = replace(report, paths=paths)
+    (out / "summary.json").write_text(json.dumps(report.summary(), indent=1) + "\n", encoding="utf-8")
+    return report
+
+
+_COLUMNS = ("id", "signature", "oracle", "detail", "engine", "target", "shard", "case_index", "count",
+            "kind", "context", "payloads", "minimised", "ops")
+
+
+def _rows(report: CampaignReport) -> list[dict[str, Any]]:
+    rows = []
+    for f in report.findings:
+        rows.append({
+            "id": f.id, "signature": f.signature, "oracle": f.oracle, "detail": f.detail, "engine": f.engine,
+            "target": f.target, "shard": f.shard, "case_index": f.case_index, "count": f.count, "kind": f.kind,
+            "context": json.dumps(f.context, sort_keys=True), "payloads": [p.hex() for p in f.payloads],
+            "minimised": [p.hex() for p in (f.minimised or f.payloads)], "ops": list(f.ops),
+        })
+    return rows
+
+
+def _write_table(report: CampaignReport, path: Path) -> Path:
+    """The findings table as Parquet (pyarrow; Spark's writer if pyarrow is missing)."""
+    rows = _rows(report)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return _write_table_spark(rows, path)
+    schema = pa.schema([
+        ("id", pa.string()), ("signature", pa.string()), ("oracle", pa.string()), ("detail", pa.string()),
+        ("engine", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("case_index", pa.int64()),
+        ("count", pa.int64()), ("kind", pa.string()), ("context", pa.string()),
+        ("payloads", pa.list_(pa.string())), ("minimised", pa.list_(pa.string())), ("ops", pa.list_(pa.string())),
+    ])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, path)
+    return path
+
+
+def _write_table_spark(rows: list[dict[str, Any]], path: Path) -> Path:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
+
+    spark = SparkSession.getActiveSession() or spark_session("local[1]", "pgwire-spec findings table")
+    s, i, long_ = StringType(), IntegerType(), LongType()
+    schema = StructType([
+        StructField("id", s), StructField("signature", s), StructField("oracle", s), StructField("detail", s),
+        StructField("engine", s), StructField("target", s), StructField("shard", i), StructField("case_index", long_),
+        StructField("count", long_), StructField("kind", s), StructField("context", s),
+        StructField("payloads", ArrayType(s)), StructField("minimised", ArrayType(s)), StructField("ops", ArrayType(s)),
+    ])
+    target = path.with_suffix(".parquet.d") if path.suffix == ".parquet" else path
+    spark.createDataFrame([tuple(r[c] for c in _COLUMNS) for r in rows], schema).coalesce(1) \
+        .write.mode("overwrite").parquet(str(target))
+    return target
+
+
+def format_report(report: CampaignReport) -> str:
+    """The campaign's report for the terminal."""
+    c = report.campaign
+    lines = [
+        f"fuzz campaign {c.name}: target {c.adapter_cmd or c.target}, seed {c.seed}, master {report.master} "
+        f"({report.cores} cores), corpus {report.corpus}",
+        f"{'shard':>5} {'engine':<9} {'cases':>11} {'seconds':>8} {'cases/s':>10} {'accepted':>9} "
+        f"{'rejected':>9} {'findings':>8}",
+    ]
+    for s in report.shards:
+        lines.append(f"{s.index:>5} {s.engine:<9} {s.cases:>11,} {s.seconds:>8.2f} {s.rate:>10,.0f} "
+                     f"{s.accepted:>9,} {s.rejected:>9,} {len(s.findings):>8}")
+        for note in s.notes:
+            lines.append(f"      note: {note}")
+    for engine, e in sorted(report.per_engine().items()):
+        lines.append(f"engine {engine}: {int(e['cases']):,} cases in {e['seconds']:.1f} task-seconds = "
+                     f"{e['cases_per_second_per_core']:,.0f} cases/s per core")
+    lines.append(f"total: {report.cases:,} cases in {report.seconds:.1f} s wall "
+                 f"({report.cases / report.seconds if report.seconds else 0:,.0f} cases/s)")
+    if report.findings:
+        lines.append(f"findings ({len(report.findings)} distinct, {sum(f.count for f in report.findings)} cases):")
+        for f in report.findings:
+            size = sum(len(p) for p in (f.minimised or f.payloads))
+            lines.append(f"  {f.id} ×{f.count} [{f.oracle}] {f.signature}: {f.detail[:140]} ({size} bytes)")
+    else:
+        lines.append("findings: none")
+    for name, p in report.paths.items():
+        lines.append(f"{name}: {p}")
+    return "\n".join(lines)
+
+
+# -- fixture verification on Spark ------------------------------------------------------------------------
+
+
+def _verify_task(item: tuple[str, Any], verify: Callable[..., Any]) -> list[Any]:
+    file, group = item
+    return list(verify(group, file=file))
+
+
+def verify_fixtures_spark(
+    paths: Sequence[str | Path],
+    *,
+    master: str = "local[*]",
+    verify: Callable[..., Any] | None = None,
+    spark: Any = None,
+    say: Callable[[str], None] = print,
+    ship: bool | None = None,
+) -> Any:
+    """Verify golden fixture files as a Spark job: one task per fixture group (an option
+    set of one file), each running *verify* (default
+    :func:`pgwire_spec.capture.verify.verify_group`, ``verify(group, file=…) -> mismatches``).
+    Returns a :class:`pgwire_spec.capture.VerifyReport`."""
+    from ..capture.fixture import find_fixture_files, read_fixture
+    from ..capture.verify import VerifyReport, verify_group
+
+    fn = verify or verify_group
+    t0 = time.perf_counter()
+    files = find_fixture_files(list(paths))
+    items: list[tuple[str, Any]] = []
+    report = VerifyReport()
+    for path in files:
+        fx = read_fixture(path)
+        report.files += 1
+        report.groups += len(fx.groups)
+        report.cases += sum(len(g.cases) for g in fx.groups)
+        items += [(str(path), g) for g in fx.groups]
+    if not items:
+        raise SparkJobError(f"no fixture groups in {', '.join(map(str, paths))}")
+    own = spark is None
+    if own:
+        say(f"[verify] starting Spark ({master}) …")
+        spark = spark_session(master, "pgwire-spec verify-fixtures")
+    sc = spark.sparkContext
+    try:
+        ship_package(sc, ship)
+        say(f"[verify] {report.cases:,} cases in {report.groups} groups of {report.files} files, "
+            f"{sc.defaultParallelism} cores")
+        mismatches = sc.parallelize(items, min(len(items), 4 * sc.defaultParallelism)) \
+            .flatMap(lambda it: _verify_task(it, fn)).collect()
+    finally:
+        if own:
+            spark.stop()
+    report.mismatches = list(mismatches)
+    report.seconds = time.perf_counter() - t0
+    return report
