@@ -8,14 +8,14 @@ object, or :class:`~pgwire_spec.errors.CommandSyntaxError` where the walsender a
 "syntax error", "unterminated quoted string" or "invalid timeline".
 
 The grammar follows the servers of majors 10-18 (docs: "Streaming Replication Protocol"),
-checked against real servers 10.23 … 18.4 text by text (``spec/commands.yaml`` lists what
-each major accepts). Lexing, as repl_scanner.l does it:
+checked against real servers (10.23 … 18.4 and 15.20) text by text: ``spec/commands.yaml``
+lists what each major accepts and what the servers did. Lexing, as repl_scanner.l does it:
 
 - keywords are UPPERCASE and case-sensitive (``identify_system`` is SQL);
 - identifiers are folded to lower case (ASCII only) unless double-quoted, and truncated to
   63 bytes (NAMEDATALEN - 1); inside double quotes ``""`` is a quote since the minor
-  releases of August 2026 (14.24, 15.19, 16.15, 17.11, 18.5); before, and on 10-13,
-  ``"a""b"`` is two identifiers;
+  releases of August 2026 (15.20 seen; 14.24, 15.19, 16.15, 17.11, 18.5 inferred); before,
+  and on 10-13, ``"a""b"`` is two identifiers;
 - string literals are single-quoted, ``''`` is a quote; no ``E''``, no backslash escapes;
 - unsigned integers; LSNs are ``hex/hex``;
 - whitespace is space, tab, CR, LF, FF, and VT from 17 on; no comments;
@@ -288,7 +288,6 @@ class ReplicationCommand:
     style: FormatStyle | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-
 def _options_dict(options: tuple[tuple[str, object], ...]) -> dict[str, object]:
     return dict(options)
 
@@ -344,14 +343,17 @@ class CreateReplicationSlot(ReplicationCommand):
 
     @property
     def two_phase(self) -> bool:
+        """two_phase asked for (OptionError if its value is not a Boolean the server takes)."""
         return _boolean_option(self.options, "two_phase")
 
     @property
     def reserve_wal(self) -> bool:
+        """reserve_wal asked for (OptionError if its value is not a Boolean)."""
         return _boolean_option(self.options, "reserve_wal")
 
     @property
     def failover(self) -> bool:
+        """failover asked for (17+; OptionError if its value is not a Boolean)."""
         return _boolean_option(self.options, "failover")
 
 
@@ -432,13 +434,10 @@ def _boolean_option(options: GenericOptions, name: str) -> bool:
         return present
     if isinstance(value, bool):
         return value
-    if isinstance(value, int):
-        if value in (0, 1):
-            return bool(value)
-    elif value.lower() in ("true", "on"):
-        return True
-    elif value.lower() in ("false", "off"):
-        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in ("true", "on", "false", "off"):
+        return value.lower() in ("true", "on")
     raise OptionError(f"{name} requires a Boolean value, found {value!r}")
 
 
@@ -645,9 +644,6 @@ class _Parser:
             return self.take()
         self.expected.append(name)
         return None
-
-    def expect_kw(self, name: str) -> _Token:
-        return self.accept_kw(name) or self.fail()
 
     def accept_char(self, ch: str) -> _Token | None:
         tok = self.peek()

@@ -171,6 +171,9 @@ def test_create_slot_both_syntaxes_give_the_same_options() -> None:
 
 
 def test_options_dict_and_boolean_options() -> None:
+    assert not CreateReplicationSlot("s", "physical").reserve_wal
+    with pytest.raises(OptionError, match="failover requires a Boolean value, found 1.5"):
+        _ = CreateReplicationSlot("s", "logical", "p", options=(("failover", 1.5),)).failover  # type: ignore[arg-type]
     cmd = parse_command("CREATE_REPLICATION_SLOT s LOGICAL p (TWO_PHASE 'on', FAILOVER 0, SNAPSHOT 'use', TWO_PHASE 'off')")
     assert isinstance(cmd, CreateReplicationSlot)
     assert cmd.options_dict() == {"two_phase": "off", "failover": 0, "snapshot": "use"}
@@ -464,15 +467,18 @@ def test_generic_option_names_read_back_in_every_case() -> None:
 # =========================================================================================
 
 
-def transcript_queries() -> list[tuple[str, int, str]]:
-    """(file, server major, query text) of every Query a client sent in transcripts/."""
+def transcript_queries() -> list[tuple[str, int, int, str]]:
+    """(file, server major, server minor, query text) of every Query a client sent in
+    transcripts/, with the version the server announced."""
     out = []
     for path in sorted(TRANSCRIPTS.glob("*.log")):
-        major = int(re.search(r"pg(\d+)\.log$", path.name).group(1))  # type: ignore[union-attr]
-        for line in path.read_text(encoding="utf-8").splitlines():
+        text = path.read_text(encoding="utf-8")
+        major, minor = map(int, re.search(r"server_version=(\d+)\.(\d+)", text).groups())  # type: ignore[union-attr]
+        assert f"pg{major}." in path.name
+        for line in text.splitlines():
             m = re.match(r"\[\d+\] F Query (.*)$", line)
             if m:
-                out.append((path.name, major, ast.literal_eval(m.group(1))))
+                out.append((path.name, major, minor, ast.literal_eval(m.group(1))))
     return out
 
 
@@ -484,19 +490,19 @@ STYLE_OF_FILE = {"pg_recvlogical": "pg_recvlogical", "psycopg2": "psycopg2", "su
 def test_every_transcript_query_parses_and_formats_back_byte_for_byte() -> None:
     kinds: set[str] = set()
     files: set[str] = set()
-    for name, major, text in QUERIES:
+    for name, major, minor, text in QUERIES:
         first = text.split(None, 1)[0] if text.strip() else ""
         if first not in C._COMMAND_KEYWORDS:
-            assert parse_command(text, server_major=major) is None, text
+            assert parse_command(text, server_major=major, server_minor=minor) is None, text
             continue
         files.add(name)
-        cmd = parse_command(text, server_major=major)
+        cmd = parse_command(text, server_major=major, server_minor=minor)
         assert cmd is not None, text
         kinds.add(type(cmd).__name__)
         assert format_command(cmd) == text  # the recorded style
         client = STYLE_OF_FILE[name.split("-")[0]]
         bare = dataclasses.replace(cmd, style=None)
-        assert format_command(bare, style=client, server_major=major) == text, (name, text)
+        assert format_command(bare, style=client, server_major=major, server_minor=minor) == text, (name, text)
         assert parse_command(format_command(bare)) == cmd
     assert kinds == {"IdentifySystem", "Show", "CreateReplicationSlot", "StartReplication", "DropReplicationSlot"}
     assert len(files) == 7
@@ -782,7 +788,7 @@ TOKENS = st.sampled_from([
 token_soup = st.lists(st.tuples(TOKENS, st.sampled_from(["", " ", "\t", "\n", "\v"])), max_size=12).map(
     lambda ts: "".join(t + w for t, w in ts)
 )
-transcript_texts = st.sampled_from([t for _, _, t in QUERIES] or ["IDENTIFY_SYSTEM"])
+transcript_texts = st.sampled_from([t for *_, t in QUERIES] or ["IDENTIFY_SYSTEM"])
 
 
 def mutate(text: str, data: st.DataObject) -> str:
@@ -829,7 +835,7 @@ def test_mutated_client_texts_never_escape(text: str, major: int | None, data: s
 
 
 def test_every_prefix_of_every_form_is_a_command_or_a_syntax_error() -> None:
-    texts = [t for t, _ in FORMS] + [t for _, _, t in QUERIES if is_replication_command(t)] + [LEGACY_BASE_BACKUP]
+    texts = [t for t, _ in FORMS] + [t for *_, t in QUERIES if is_replication_command(t)] + [LEGACY_BASE_BACKUP]
     for text in texts:
         for i in range(len(text) + 1):
             prefix = text[:i]
