@@ -177,11 +177,13 @@ def capture(
     publication: str | None = None,
     progress: Progress | None = None,
     only: list[str] | None = None,
+    exhaustive: bool = False,
 ) -> FixtureFile:
     """Run *workload* on *server* and capture every option set of its major.
 
     ``publication``: an existing publication to read (users' servers); by default the
-    workload creates ``pgws_all`` FOR ALL TABLES. ``only``: capture just these option sets.
+    workload creates ``pgws_all`` FOR ALL TABLES. ``only``: capture just these option sets;
+    ``exhaustive``: every accepted combination of options (see :func:`option_sets`).
     Slots (and, for the built-in workload, its schema and publications) are dropped after.
     """
     say = progress or (lambda _msg: None)
@@ -223,7 +225,7 @@ def capture(
             session.run(Step(sql), "flush")
         extra = tuple(p[0] for p in wl.publications)
         rel_flags = {p[0]: p[3] for p in wl.publications}
-        candidates = option_sets(server.major, pub, extra)
+        candidates = option_sets(server.major, pub, extra, exhaustive=exhaustive)
         if only:
             unknown = sorted(set(only) - {o.name for o in candidates})
             if unknown:
@@ -310,6 +312,7 @@ def run_capture(
     progress: Progress | None = None,
     publication: str | None = None,
     only: list[str] | None = None,
+    exhaustive: bool = False,
 ) -> FixtureFile:
     """Start *prov*'s server, capture *workload* on it, stop it (also on error or Ctrl-C)."""
     say = progress or (lambda _msg: None)
@@ -317,4 +320,4 @@ def run_capture(
     with prov as server:
         say(f"{prov.describe()}: PostgreSQL {server.version} on {server.host}:{server.port}")
         return capture(server, workload, provider=prov.describe(), publication=publication,
-                       progress=progress, only=only)
+                       progress=progress, only=only, exhaustive=exhaustive)

@@ -86,11 +86,19 @@ class OptionSet:
         }
 
 
-def option_sets(major: int, publication: str, extra_publications: tuple[str, ...] = ()) -> list[OptionSet]:
-    """The candidate option sets for *major*, most basic first."""
+def option_sets(major: int, publication: str, extra_publications: tuple[str, ...] = (),
+                *, exhaustive: bool = False) -> list[OptionSet]:
+    """The candidate option sets for *major*, most basic first.
+
+    By default: per protocol version the plain set, each option alone and all of them; with
+    *exhaustive*, every combination the server accepts (the cross product).
+    """
     top, accepted, streaming_values = SERVER_OPTIONS.get(major, (None, (), ()))
     if top is None:
         raise OptionError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
+    if exhaustive:
+        return _cross_product(major, publication) + [
+            OptionSet(f"p{top}-{extra}", top, extra) for extra in extra_publications]
     pub = publication
     sets = [OptionSet("p1", 1, pub)]
     if "binary" in accepted:
@@ -116,3 +124,26 @@ def option_sets(major: int, publication: str, extra_publications: tuple[str, ...
     for extra in extra_publications:
         sets.append(OptionSet(f"p{top}-{extra}", top, extra))
     return sets
+
+
+def _cross_product(major: int, pub: str) -> list[OptionSet]:
+    top, accepted, streaming_values = SERVER_OPTIONS[major]
+    out = []
+    for proto in range(1, top + 1):
+        for streaming in ("off", *streaming_values):
+            if (streaming == "on" and proto < 2) or (streaming == "parallel" and proto < 4):
+                continue
+            for two_phase in (False, True) if "two_phase" in accepted and proto >= 3 else (False,):
+                for binary in (False, True) if "binary" in accepted else (False,):
+                    for messages in (False, True) if "messages" in accepted else (False,):
+                        for origin in (None, "any", "none") if "origin" in accepted else (None,):
+                            parts = [f"p{proto}"]
+                            parts += [streaming if streaming == "parallel" else "streaming"] if streaming != "off" else []
+                            parts += ["two_phase"] if two_phase else []
+                            parts += ["binary"] if binary else []
+                            parts += ["messages"] if messages else []
+                            parts += [f"origin_{origin}"] if origin else []
+                            out.append(OptionSet("-".join(parts), proto, pub, streaming=streaming,
+                                                 two_phase=two_phase, binary=binary, messages=messages,
+                                                 origin=origin, keep=proto >= 4 and streaming == "on"))
+    return out

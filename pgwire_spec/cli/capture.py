@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--publication", help="an existing publication to read (default: pgws_all FOR ALL TABLES, "
                    "created and dropped by capture)")
     p.add_argument("--option-sets", help="capture only these option sets (comma-separated names, e.g. p4-parallel)")
+    p.add_argument("--all-combinations", action="store_true",
+                   help="every accepted combination of proto_version/streaming/two_phase/binary/messages/origin "
+                   "(the cross product; default: each option alone and all together per protocol version)")
     p.add_argument("--out", type=Path, default=Path("fixtures"), help="output directory (default: fixtures/)")
     p.add_argument("--no-gzip", action="store_true", help="write plain .json instead of .json.gz")
     p.add_argument("--sessions", action="store_true",
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return _sessions(targets, args, say)
     for prov in targets:
         started = time.monotonic()
-        fixture = run_capture(prov, workload, progress=say, publication=args.publication, only=only)
+        fixture = run_capture(prov, workload, progress=say, publication=args.publication, only=only,
+                              exhaustive=args.all_combinations)
         name = fixture_name(fixture.major, fixture.workload)
         if args.no_gzip:
             name = name.removesuffix(".gz")

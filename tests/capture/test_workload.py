@@ -86,3 +86,19 @@ def test_elide_keeps_both_ends_of_a_run_and_counts_the_rest() -> None:
     assert out[3].elided_after == 12 and sum(c.elided_after for c in out) == 12
     short = elide(cases[:7], [("I", 1)] * 6 + [None], keep=3)
     assert len(short) == 7
+
+
+@pytest.mark.parametrize("major", [13, 14, 15, 16])
+def test_exhaustive_option_sets_are_the_cross_product(major: int) -> None:
+    sets = option_sets(major, "pub", exhaustive=True)
+    names = [s.name for s in sets]
+    assert len(names) == len(set(names))
+    for s in sets:
+        PgOutputDecoder(**s.context())
+    # the curated sets are all in the cross product (same options, maybe other names)
+    key = lambda s: (s.protocol_version, s.streaming, s.two_phase, s.binary, s.messages, s.origin)  # noqa: E731
+    assert {key(s) for s in option_sets(major, "pub")} <= {key(s) for s in sets}
+    # proto 1: binary x messages; proto 2: x streaming off/on; proto 3: x two_phase
+    expected = {13: 1, 14: 4 + 8, 15: 4 + 8 + 16}.get(major)
+    if expected is not None:
+        assert len(sets) == expected
