@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "verify-fixtures": "verify_fixtures",
     "conform": "conform",
     "fuzz": "fuzz",
+    "serve": "serve",
 }
 
 

@@ -1,0 +1,513 @@
+"""From a compiled history to the pgoutput messages one client gets, with their XLogData LSNs.
+
+What a client gets depends on what it negotiated (proto_version, publication_names,
+streaming, two_phase, binary, messages, origin), on the server major (its persona) and on
+where it starts (transactions whose commit record lies before the start point are skipped,
+as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they come from:
+
+* the write location of each message (protocol-facts §4): Begin and Begin Prepare at the
+  transaction's first LSN, DML and Truncate at the change's LSN, Commit / Prepare /
+  Commit Prepared / Rollback Prepared / Stream Commit / Stream Prepare at the end LSN,
+  Stream Start at its segment's first change, Stream Stop at its last, Stream Abort at the
+  abort record, 'M' at the message's LSN; Relation and Type — and Begin, Begin Prepare and
+  Stream Start when an Origin follows — at 0/0 ("not the last write of the change");
+* Relation (and Type for types with OID >= 10000) before the first change of a relation on
+  this connection, and once per streamed transaction; after a streamed transaction commits
+  its relations count as sent (pgoutput's ``cleanup_rel_sync_cache``);
+* transactions with nothing published: Begin/Commit still sent before 15, skipped from 15;
+* streaming: a transaction whose reorder-buffer memory exceeds logical_decoding_work_mem is
+  sent in Stream Start/Stop segments; in a segment DML carries the xid of the
+  (sub)transaction that made it; a rolled-back subtransaction whose changes were already
+  streamed gets a Stream Abort (xid, subxid); Stream Abort carries abort LSN and time only
+  with streaming = parallel (protocol-facts §2, 16);
+* two-phase: with two_phase, Begin Prepare … Prepare, later Commit Prepared or Rollback
+  Prepared; without it, the transaction is sent as a plain one at COMMIT PREPARED and not
+  at all when rolled back;
+* origin = none (16+) skips transactions that carry an origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import encode
+from ..pgoutput import messages as m
+from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
+from .personas import Persona, ServerError, StreamOptions
+from .scenario import Table
+
+__all__ = ["Write", "Notice", "Plan", "render"]
+
+
+@dataclass(slots=True)
+class Write:
+    """One XLogData: its dataStart/walEnd (equal, or both 0) and the pgoutput message."""
+
+    lsn: int
+    message: m.PgOutputMessage | None
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Notice:
+    """An ErrorResponse (ends the stream) or a NoticeResponse (WARNING) at this point."""
+
+    error: ServerError
+
+
+@dataclass(slots=True)
+class Plan:
+    items: list[Write | Notice] = field(default_factory=list)
+    #: The WAL position the stream has reached when every item is sent.
+    end_lsn: int = 0
+
+
+_U = m.UNCHANGED
+
+
+class _Renderer:
+    def __init__(self, history: History, persona: Persona, options: StreamOptions, start_lsn: int) -> None:
+        self.history = history
+        self.scenario = history.scenario
+        self.persona = persona
+        self.opts = options
+        self.start = start_lsn
+        self.plan = Plan(end_lsn=max(start_lsn, history.end_lsn))
+        self.sent: set[int] = set()
+        self.stream_sent: dict[int, set[int]] = {}
+        self.binary = options.binary and persona.major >= 14
+        self.streaming = options.streaming != "off" and persona.major >= 14
+        self.two_phase = options.two_phase and persona.major >= 15
+        self.messages = options.messages and persona.major >= 14
+        self.publications = []
+        self.missing: list[str] = []
+        for name in options.publication_names:
+            pub = self.scenario.publication(name)
+            if pub is None:
+                self.missing.append(name)
+            else:
+                self.publications.append(pub)
+        self.loaded = False
+        self._published: dict[tuple[str, str], bool] = {}
+        self.work_mem = max(self.scenario.server.logical_decoding_work_mem, 1)
+        # A streamed transaction that was prepared and not yet decided (two_phase off).
+        self.streamed_prepared: set[int] = set()
+
+    # -- output ----------------------------------------------------------------------------
+    def emit(self, lsn: int, msg: m.PgOutputMessage) -> None:
+        self.plan.items.append(Write(lsn, msg, encode(msg)))
+
+    def load_publications(self) -> None:
+        """The first decoded change loads the publications: a missing one is an ERROR
+        before 18 and a WARNING from 18 (pgoutput's LoadPublications)."""
+        if self.loaded:
+            return
+        self.loaded = True
+        for name in self.missing:
+            if self.persona.missing_publication_is_error:
+                raise _Stop(ServerError("42704", f'publication "{name}" does not exist'))
+            self.plan.items.append(Notice(ServerError(
+                "55000", f'skipped loading publication "{name}"', severity="WARNING",
+                detail="The publication does not exist at this point in the WAL.",
+                hint="Create the publication if it does not exist.")))
+
+    def published(self, table: Table, action: str) -> bool:
+        key = (table.qualified_name, action)
+        hit = self._published.get(key)
+        if hit is None:
+            hit = any(p.publishes(table.qualified_name, action) for p in self.publications)
+            self._published[key] = hit
+        return hit
+
+    # -- values ----------------------------------------------------------------------------
+    def values(self, table: Table, row: dict[str, Any], *, key_only: bool = False,
+               unchanged: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for c in table.columns:
+            if key_only and not c.key:
+                out.append(None)
+                continue
+            if c.name in unchanged:
+                out.append(_U)
+                continue
+            v = row.get(c.name)
+            if v is None:
+                out.append(None)
+            elif self.binary and c.type.has_binary:
+                b = c.type.binary(v)
+                out.append(b if b is not None else c.type.text(v))
+            else:
+                out.append(c.type.text(v))
+        return tuple(out)
+
+    def relation(self, table: Table, xid: int | None, top: int | None) -> None:
+        """maybe_send_schema: Relation (and user Types) once per connection, or once per
+        streamed transaction while streaming."""
+        if top is not None:
+            done = self.stream_sent.setdefault(top, set())
+            if table.oid in done or table.oid in self.sent:
+                return
+            done.add(table.oid)
+        else:
+            if table.oid in self.sent:
+                return
+            self.sent.add(table.oid)
+        for c in table.columns:
+            if c.type.is_user_type:
+                ns = "" if c.type.namespace == "pg_catalog" else c.type.namespace
+                self.emit(0, m.Type(xid, c.type.oid, ns, c.type.name))
+        full = table.replica_identity == "f"
+        cols = tuple(m.RelationColumn(1 if (full or c.key) else 0, c.name, c.type.oid, c.type.typmod)
+                     for c in table.columns)
+        ns = "" if table.schema == "pg_catalog" else table.schema
+        self.emit(0, m.Relation(xid, table.oid, ns, table.name, table.replica_identity, cols))
+
+    # -- changes ---------------------------------------------------------------------------
+    def change_messages(self, ev: ChangeEvent, xid: int | None, top: int | None,
+                        begin: Any) -> None:
+        """The messages of one change; ``begin()`` sends Begin first when not yet sent."""
+        if ev.kind == "message":
+            msg = ev.message
+            assert msg is not None
+            if not self.messages:
+                return
+            begin()
+            self.emit(ev.lsn, m.LogicalMessage(xid, 1, ev.lsn, msg.prefix, msg.content))
+            return
+        if ev.kind == "truncate":
+            if not self.persona.truncate:
+                return
+            tables = [t for t in ev.tables if self.published(t, "truncate")]
+            if not tables:
+                return
+            begin()
+            for t in tables:
+                self.relation(t, xid, top)
+            options = (1 if ev.cascade else 0) | (2 if ev.restart_identity else 0)
+            self.emit(ev.lsn, m.Truncate(xid, options, tuple(t.oid for t in tables)))
+            return
+        table = ev.table
+        assert table is not None
+        if not self.published(table, ev.kind):
+            return
+        begin()
+        self.relation(table, xid, top)
+        if ev.kind == "insert":
+            assert ev.new is not None
+            self.emit(ev.lsn, m.Insert(xid, table.oid, self.values(table, ev.new)))
+        elif ev.kind == "update":
+            assert ev.new is not None and ev.old is not None
+            new = self.values(table, ev.new, unchanged=ev.unchanged)
+            if table.replica_identity == "f":
+                self.emit(ev.lsn, m.Update(xid, table.oid, "O", self.values(table, ev.old), new))
+            elif ev.key_changed and table.replica_identity in ("d", "i"):
+                self.emit(ev.lsn, m.Update(xid, table.oid, "K", self.values(table, ev.old, key_only=True), new))
+            else:
+                self.emit(ev.lsn, m.Update(xid, table.oid, None, None, new))
+        elif ev.kind == "delete":
+            assert ev.old is not None
+            if table.replica_identity == "f":
+                self.emit(ev.lsn, m.Delete(xid, table.oid, "O", self.values(table, ev.old)))
+            else:
+                self.emit(ev.lsn, m.Delete(xid, table.oid, "K", self.values(table, ev.old, key_only=True)))
+
+    def has_published(self, txn: TxnEvent) -> bool:
+        for it in txn.items:
+            if not isinstance(it, ChangeEvent):
+                continue
+            if it.kind == "message":
+                if self.messages:
+                    return True
+            elif it.kind == "truncate":
+                if self.persona.truncate and any(self.published(t, "truncate") for t in it.tables):
+                    return True
+            elif it.table is not None and self.published(it.table, it.kind):
+                return True
+        return False
+
+    # -- transactions ----------------------------------------------------------------------
+    def live_changes(self, txn: TxnEvent) -> list[ChangeEvent]:
+        """The changes that survive: rolled-back subtransactions removed."""
+        dead: set[int] = set()
+        for it in txn.items:
+            if isinstance(it, SubAbort):
+                dead |= it.xids
+        return [it for it in txn.items if isinstance(it, ChangeEvent) and it.xid not in dead]
+
+    def should_stream(self, txn: TxnEvent) -> bool:
+        if not self.streaming or txn.stream is False:
+            return False
+        if txn.stream:
+            return True
+        return sum(it.size for it in txn.items if isinstance(it, ChangeEvent)) > self.work_mem
+
+    def origin_skipped(self, txn: TxnEvent) -> bool:
+        return txn.origin is not None and self.opts.origin == "none" and self.persona.major >= 16
+
+    def plain(self, txn: TxnEvent, *, final_lsn: int, end_lsn: int, time: int) -> None:
+        """Begin … Commit (Begin sent lazily from 15, eagerly before)."""
+        changes = self.live_changes(txn)
+        state = {"begun": False}
+        origin = txn.origin
+
+        def begin() -> None:
+            if state["begun"]:
+                return
+            state["begun"] = True
+            self.load_publications()
+            b = m.Begin(final_lsn, time, txn.xid)
+            if origin is not None:
+                self.emit(0, b)
+                self.emit(txn.first_lsn, m.Origin(origin[1], origin[0]))
+            else:
+                self.emit(txn.first_lsn, b)
+
+        if self.persona.sends_empty_transactions:
+            begin()
+        for ev in changes:
+            self.change_messages(ev, None, None, begin)
+        if state["begun"]:
+            self.emit(end_lsn, m.Commit(0, final_lsn, end_lsn, time))
+
+    def prepared(self, txn: TxnEvent) -> None:
+        """Begin Prepare … Prepare (two_phase)."""
+        assert txn.gid is not None
+        self.load_publications()
+        bp = m.BeginPrepare(txn.commit_lsn, txn.end_lsn, txn.commit_time, txn.xid, txn.gid)
+        if txn.origin is not None:
+            self.emit(0, bp)
+            self.emit(txn.first_lsn, m.Origin(txn.origin[1], txn.origin[0]))
+        else:
+            self.emit(txn.first_lsn, bp)
+        for ev in self.live_changes(txn):
+            self.change_messages(ev, None, None, lambda: None)
+        self.emit(txn.end_lsn, m.Prepare(0, txn.commit_lsn, txn.end_lsn, txn.commit_time, txn.xid, txn.gid))
+
+    def streamed(self, txn: TxnEvent) -> None:
+        """Stream Start/Stop segments, Stream Aborts of subtransactions, then the end:
+        Stream Commit, Stream Abort (whole), Stream Prepare (two_phase) or nothing yet
+        (prepared without two_phase: decided at COMMIT/ROLLBACK PREPARED)."""
+        self.load_publications()
+        xid = txn.xid
+        buffer: list[ChangeEvent] = []
+        streamed_xids: set[int] = set()
+        first = True
+        parallel = self.opts.streaming == "parallel" and self.persona.major >= 16
+
+        def flush() -> None:
+            nonlocal first, buffer
+            published = [ev for ev in buffer if self._publishes(ev)]
+            buffer = []
+            if not published:
+                return
+            start = published[0].lsn
+            s = m.StreamStart(xid, first)
+            if first and txn.origin is not None:
+                self.emit(0, s)
+                self.emit(start, m.Origin(0, txn.origin[0]))
+            else:
+                self.emit(start, s)
+            first = False
+            for ev in published:
+                streamed_xids.add(ev.xid)
+                self.change_messages(ev, ev.xid, xid, lambda: None)
+            self.emit(published[-1].lsn, m.StreamStop())
+
+        memory = 0
+        for it in txn.items:
+            if isinstance(it, SubAbort):
+                buffer = [ev for ev in buffer if ev.xid not in it.xids]
+                memory = sum(ev.size for ev in buffer)
+                if streamed_xids & it.xids:
+                    self.emit(it.lsn, m.StreamAbort(xid, it.subxid, it.lsn if parallel else None,
+                                                    it.time if parallel else None))
+                    streamed_xids -= it.xids
+                continue
+            buffer.append(it)
+            memory += it.size
+            if memory > self.work_mem:
+                flush()
+                memory = 0
+        if txn.outcome == "abort":
+            if not first:
+                self.emit(txn.commit_lsn, m.StreamAbort(xid, xid, txn.commit_lsn if parallel else None,
+                                                        txn.commit_time if parallel else None))
+                self.stream_sent.pop(xid, None)
+            return
+        flush()
+        if first:
+            # Nothing was published after all: an empty transaction.
+            if self.persona.sends_empty_transactions and txn.outcome == "commit":
+                self.emit(txn.first_lsn, m.Begin(txn.commit_lsn, txn.commit_time, xid))
+                self.emit(txn.end_lsn, m.Commit(0, txn.commit_lsn, txn.end_lsn, txn.commit_time))
+            return
+        if txn.outcome == "commit":
+            self.emit(txn.end_lsn, m.StreamCommit(xid, 0, txn.commit_lsn, txn.end_lsn, txn.commit_time))
+            self.sent |= self.stream_sent.pop(xid, set())
+        elif txn.outcome == "prepare":
+            assert txn.gid is not None
+            if self.two_phase:
+                self.emit(txn.end_lsn, m.StreamPrepare(0, txn.commit_lsn, txn.end_lsn, txn.commit_time,
+                                                       xid, txn.gid))
+                self.sent |= self.stream_sent.pop(xid, set())
+            else:
+                self.streamed_prepared.add(xid)
+
+    def _publishes(self, ev: ChangeEvent) -> bool:
+        if ev.kind == "message":
+            return self.messages
+        if ev.kind == "truncate":
+            return self.persona.truncate and any(self.published(t, "truncate") for t in ev.tables)
+        return ev.table is not None and self.published(ev.table, ev.kind)
+
+    # -- the whole history -----------------------------------------------------------------
+    def run(self) -> Plan:
+        try:
+            for ev in self.history.events:
+                self.event(ev)
+        except _Stop as stop:
+            self.plan.items.append(Notice(stop.error))
+        return self.plan
+
+    def event(self, ev: Any) -> None:
+        if isinstance(ev, MessageEvent):
+            if ev.lsn < self.start or not self.messages:
+                return
+            self.load_publications()
+            self.emit(ev.lsn, m.LogicalMessage(None, 0, ev.lsn, ev.message.prefix, ev.message.content))
+            return
+        if isinstance(ev, PreparedEnd):
+            self.prepared_end(ev)
+            return
+        txn: TxnEvent = ev
+        if txn.commit_lsn < self.start or self.origin_skipped(txn):
+            return
+        if txn.outcome == "abort":
+            if self.should_stream(txn):
+                self.streamed(txn)
+            return
+        if txn.outcome == "prepare" and not self.two_phase:
+            # Decoded at COMMIT PREPARED; a large one may be streamed now.
+            if self.should_stream(txn) and self.has_published(txn):
+                self.streamed(txn)
+            return
+        if not txn.items and txn.outcome == "commit":
+            return  # no WAL of its own: nothing to decode
+        if self.should_stream(txn) and self.has_published(txn):
+            self.streamed(txn)
+            return
+        if txn.outcome == "prepare":
+            self.prepared(txn)
+            return
+        if not self.has_published(txn) and not self.persona.sends_empty_transactions:
+            return
+        self.plain(txn, final_lsn=txn.commit_lsn, end_lsn=txn.end_lsn, time=txn.commit_time)
+
+    def prepared_end(self, ev: PreparedEnd) -> None:
+        txn = ev.txn
+        if ev.lsn < self.start or self.origin_skipped(txn):
+            return
+        if self.two_phase:
+            if not self.has_published(txn) and not self.should_stream(txn):
+                # pgoutput sends prepared transactions even when empty (no lazy Begin).
+                pass
+            self.load_publications()
+            if ev.commit:
+                self.emit(ev.end_lsn, m.CommitPrepared(0, ev.lsn, ev.end_lsn, ev.time, txn.xid, txn.gid or ""))
+            else:
+                self.emit(ev.end_lsn, m.RollbackPrepared(0, txn.end_lsn, ev.end_lsn, txn.commit_time, ev.time,
+                                                         txn.xid, txn.gid or ""))
+            return
+        if txn.xid in self.streamed_prepared:
+            self.streamed_prepared.discard(txn.xid)
+            if ev.commit:
+                self.emit(ev.end_lsn, m.StreamCommit(txn.xid, 0, ev.lsn, ev.end_lsn, ev.time))
+                self.sent |= self.stream_sent.pop(txn.xid, set())
+            else:
+                parallel = self.opts.streaming == "parallel"
+                self.emit(ev.lsn, m.StreamAbort(txn.xid, txn.xid, ev.lsn if parallel else None,
+                                                ev.time if parallel else None))
+                self.stream_sent.pop(txn.xid, None)
+            return
+        if not ev.commit:
+            return
+        if not self.has_published(txn) and not self.persona.sends_empty_transactions:
+            return
+        self.plain(txn, final_lsn=ev.lsn, end_lsn=ev.end_lsn, time=ev.time)
+
+
+class _Stop(Exception):
+    def __init__(self, error: ServerError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def render(history: History, persona: Persona, options: StreamOptions, start_lsn: int) -> Plan:
+    """The messages a client with *options* gets from *start_lsn* on."""
+    if history.scenario.raw is not None:
+        return _render_raw(history, start_lsn)
+    if persona.major >= 15 and options.two_phase:
+        pass
+    return _Renderer(history, persona, options, start_lsn).run()
+
+
+# ------------------------------------------------------------------------------------------
+# Recorded streams (replay, hypothesis): served byte for byte
+# ------------------------------------------------------------------------------------------
+
+_ENDS = frozenset("CcAPpKr")
+
+
+def raw_lsns(payloads: tuple[bytes, ...], start: int) -> list[int]:
+    """Write LSNs for recorded payloads that came without any: the zero-LSN rule for
+    Relation/Type (and Begin/Stream Start/Begin Prepare followed by Origin), a growing
+    position for the others."""
+    out: list[int] = []
+    lsn = start
+    for i, p in enumerate(payloads):
+        tag = chr(p[0]) if p else "?"
+        nxt = chr(payloads[i + 1][0]) if i + 1 < len(payloads) and payloads[i + 1] else ""
+        if tag in "RY" or (tag in "BSb" and nxt == "O"):
+            out.append(0)
+            continue
+        lsn += 0x40 + ((len(p) + 7) & ~7)
+        out.append(lsn)
+    return out
+
+
+def _render_raw(history: History, start_lsn: int) -> Plan:
+    raw = history.scenario.raw
+    assert raw is not None
+    if raw.lsns is not None:
+        lsns = [ws for ws, _we in raw.lsns]
+    else:
+        lsns = raw_lsns(raw.payloads, history.scenario.server.start_lsn)
+    plan = Plan(end_lsn=max([start_lsn, history.scenario.server.start_lsn, *lsns]))
+    # Skip whole units (up to a message that ends a transaction, or a non-transactional
+    # 'M') that ended before the start point.
+    skip_until = -1
+    unit_start = 0
+    for i, p in enumerate(raw.payloads):
+        tag = chr(p[0]) if p else "?"
+        ends = tag in _ENDS or (tag == "M" and len(p) > 1 and p[1] == 0 and _outside(raw.payloads, unit_start, i))
+        if ends:
+            if lsns[i] and lsns[i] < start_lsn:
+                skip_until = i
+            unit_start = i + 1
+    for i, (p, lsn) in enumerate(zip(raw.payloads, lsns)):
+        if i <= skip_until:
+            continue
+        plan.items.append(Write(lsn, None, p))
+    return plan
+
+
+def _outside(payloads: tuple[bytes, ...], unit_start: int, i: int) -> bool:
+    return unit_start == i
+
+
+def iter_writes(plan: Plan) -> Iterator[Write]:
+    for it in plan.items:
+        if isinstance(it, Write):
+            yield it

@@ -1,0 +1,477 @@
+"""The SQL that real replication clients send, recognised by structure and answered from the
+scenario.
+
+Clients send a handful of catalog queries over a replication connection (protocol-facts §5
+and the transcripts): pg_recvlogical and every subscriber start with
+``set_config('search_path', '', false)``; a subscriber checks its publications, fetches the
+published tables (each publisher major has its own form), and its table-sync workers ask
+for the relation, its columns, column lists and row filters, then ``COPY … TO STDOUT``
+inside a ``BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ`` transaction.
+
+Queries are matched on their structure — whitespace, line breaks and letter case do not
+matter — and answered with the result shape the client checks (column count and types,
+values as text). Anything else gets a clear ErrorResponse; the connection goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .personas import Persona, ServerError
+from .scenario import Column, Scenario, Table
+
+__all__ = ["Result", "Command", "CopyOut", "Empty", "answer", "split_statements", "quote_ident"]
+
+# type OIDs of the result columns real servers use
+TEXT, NAME, OID, CHAR, BOOL, INT2, INT4, INT2VECTOR, NAME_ARRAY = 25, 19, 26, 18, 16, 21, 23, 22, 1003
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """Rows: RowDescription, DataRows, CommandComplete ``tag``."""
+
+    columns: tuple[tuple[str, int], ...]
+    rows: tuple[tuple[str | None, ...], ...]
+    tag: str
+    #: ParameterStatus to send after CommandComplete (a GUC_REPORT setting changed).
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """No rows: CommandComplete ``tag``; ``transaction``: begin | commit | rollback."""
+
+    tag: str
+    transaction: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyOut:
+    table: Table
+    columns: tuple[Column, ...]
+    binary: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Empty:
+    """An empty query string: EmptyQueryResponse."""
+
+
+Answer = Result | Command | CopyOut | Empty
+
+
+def squash(sql: str) -> str:
+    """Whitespace runs to one space, none next to parentheses and commas; no trailing ';'."""
+    text = re.sub(r"\s+", " ", sql).strip()
+    text = re.sub(r"\s*([(),])\s*", r"\1", text)
+    text = re.sub(r"\s*(=|!=|<>)\s*", r" \1 ", text)
+    return text.rstrip("; ").strip()
+
+
+def quote_ident(name: str) -> str:
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a simple Query on top-level semicolons (quotes respected)."""
+    out, buf, i, n = [], [], 0, len(sql)
+    quote: str | None = None
+    while i < n:
+        ch = sql[i]
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                if i + 1 < n and sql[i + 1] == quote:
+                    buf.append(quote)
+                    i += 1
+                else:
+                    quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+            buf.append(ch)
+        elif ch == ";":
+            out.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+        i += 1
+    out.append("".join(buf))
+    stmts = [s for s in out if s.strip()]
+    return stmts or [""]
+
+
+_STRING = r"'((?:[^']|'')*)'"
+
+
+def _strings(text: str) -> list[str]:
+    return [s.replace("''", "'") for s in re.findall(_STRING, text)]
+
+
+def _in_list(text: str, column: str) -> list[str]:
+    """The string literals of ``<column> IN ( 'a', 'b' )``."""
+    m = re.search(re.escape(column) + r" IN\(((?:" + _STRING + r",?)*)\)", text, re.IGNORECASE)
+    return _strings(m.group(1)) if m else []
+
+
+def _ident_parts(text: str) -> list[str]:
+    """``public."My Table"`` -> ['public', 'My Table'] (unquoted parts lower-cased)."""
+    parts, i, n = [], 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            j = i + 1
+            buf = []
+            while j < n:
+                if text[j] == '"':
+                    if j + 1 < n and text[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(text[j])
+                j += 1
+            parts.append("".join(buf))
+            i = j + 1
+        else:
+            j = i
+            while j < n and text[j] != ".":
+                j += 1
+            parts.append(text[i:j].strip().lower())
+            i = j
+        if i < n and text[i] == ".":
+            i += 1
+    return parts
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on top-level commas (outside parentheses and quotes)."""
+    out, buf, depth, quote = [], [], 0, None
+    for ch in text:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(buf).strip())
+            buf = []
+            continue
+        buf.append(ch)
+    if buf:
+        out.append("".join(buf).strip())
+    return [o for o in out if o]
+
+
+class _Answerer:
+    def __init__(self, scenario: Scenario, persona: Persona, version: str) -> None:
+        self.scenario = scenario
+        self.persona = persona
+        self.version = version
+
+    # -- helpers ---------------------------------------------------------------------------
+    def published_tables(self, pubnames: list[str]) -> list[Table]:
+        out: list[Table] = []
+        for t in self.scenario.tables:
+            for name in pubnames:
+                pub = self.scenario.publication(name)
+                if pub is not None and (pub.tables is None or t.qualified_name in pub.tables):
+                    out.append(t)
+                    break
+        return out
+
+    def table_by_oid(self, oid: int) -> Table | None:
+        for t in self.scenario.tables:
+            if t.oid == oid:
+                return t
+        return None
+
+    def table_by_name(self, schema: str, name: str) -> Table | None:
+        for t in self.scenario.tables:
+            if t.schema == schema and t.name == name:
+                return t
+        return None
+
+    def setting(self, name: str) -> str | None:
+        extra = dict(self.scenario.server.settings)
+        low = name.lower()
+        for k, v in extra.items():
+            if k.lower() == low:
+                return v
+        builtin = {
+            "data_directory_mode": "0700",
+            "server_version": self.version,
+            "server_version_num": _version_num(self.version),
+            "server_encoding": self.scenario.server.encoding,
+            "wal_segment_size": "16MB",
+            "integer_datetimes": "on",
+            "wal_level": "logical",
+            "max_replication_slots": "10",
+            "max_wal_senders": "10",
+            "timezone": "Etc/UTC",
+            "datestyle": "ISO, MDY",
+            "client_encoding": "UTF8",
+            "standard_conforming_strings": "on",
+            "block_size": "8192",
+            "wal_block_size": "8192",
+            "logical_decoding_work_mem": f"{self.scenario.server.logical_decoding_work_mem // 1024}kB",
+        }
+        return builtin.get(low)
+
+    # -- dispatch --------------------------------------------------------------------------
+    def answer(self, sql: str, in_transaction: bool) -> Answer:
+        text = squash(sql)
+        low = text.lower()
+        if not low:
+            return Empty()
+        m = re.fullmatch(r"select (?:pg_catalog\.)?set_config\(" + _STRING + r"," + _STRING + r",(true|false)\)",
+                         text, re.IGNORECASE)
+        if m:
+            name, value = m.group(1).replace("''", "'"), m.group(2).replace("''", "'")
+            params: tuple[tuple[str, str], ...] = ()
+            if name == "search_path" and self.persona.major >= 18:
+                params = (("search_path", value),)
+            return Result((("set_config", TEXT),), ((value,),), "SELECT 1", params)
+        m = re.fullmatch(r"show ([a-z_][a-z0-9_.]*|\"[^\"]+\")", text, re.IGNORECASE)
+        if m:
+            return self.show(m.group(1).strip('"'))
+        if re.fullmatch(r"(begin|start transaction)( .*)?", low):
+            return Command("BEGIN", "begin")
+        if low in ("commit", "end", "commit transaction", "commit work"):
+            return Command("COMMIT", "commit")
+        if low in ("rollback", "abort", "rollback transaction", "rollback work"):
+            return Command("ROLLBACK", "rollback")
+        if low.startswith("copy "):
+            return self.copy(text)
+        if low.startswith("select "):
+            return self.select(text, low)
+        raise ServerError("0A000", "the fake walsender does not answer this statement",
+                          detail=f"Statement: {sql.strip()[:200]}",
+                          hint="Only the queries replication clients send are answered; see the scenario docs.")
+
+    def show(self, name: str) -> Result:
+        value = self.setting(name)
+        if value is None:
+            raise ServerError("42704", f'unrecognized configuration parameter "{name}"')
+        return Result(((name.lower(), TEXT),), ((value,),), "SHOW")
+
+    def select(self, text: str, low: str) -> Answer:
+        # check_publications (subscriber 15+)
+        if re.search(r"from pg_catalog\.pg_publication t where t\.pubname in\(", low):
+            names = _in_list(text, "t.pubname")
+            rows = tuple((n,) for n in names if self.scenario.publication(n) is not None)
+            return Result((("pubname", NAME),), rows, f"SELECT {len(rows)}")
+        # check_publications_origin (copy_data with origin = none): no table comes from
+        # another origin here.
+        if "pg_subscription_rel" in low:
+            return Result((("pubname", NAME),), (), "SELECT 0")
+        # fetch_table_list, publisher 16+
+        if "pg_get_publication_tables(variadic array_agg(pubname::text))" in low:
+            names = _in_list(text, "pubname")
+            tables = self.published_tables(names)
+            cols: list[tuple[str, int]] = [("nspname", NAME), ("relname", NAME)]
+            with_attrs = "gpt.attrs" in low
+            if with_attrs:
+                cols.append(("attrs", INT2VECTOR))
+            rows = []
+            for t in tables:
+                row: list[str | None] = [t.schema, t.name]
+                if with_attrs:
+                    row.append(" ".join(str(i + 1) for i in range(len(t.columns))))
+                rows.append(tuple(row))
+            return Result(tuple(cols), tuple(rows), f"SELECT {len(rows)}")
+        # fetch_table_list, publisher up to 15
+        if "from pg_catalog.pg_publication_tables t" in low:
+            names = _in_list(text, "t.pubname")
+            tables = self.published_tables(names)
+            with_attnames = "t.attnames" in low
+            cols = [("schemaname", NAME), ("tablename", NAME)]
+            if with_attnames:
+                cols.append(("attnames", NAME_ARRAY))
+            rows = []
+            for t in tables:
+                row = [t.schema, t.name]
+                if with_attnames:
+                    row.append("{" + ",".join(quote_ident(c.name) if re.search(r'[{},"\\\s]', c.name) is None
+                                              else '"' + c.name.replace('"', '\\"') + '"'
+                                              for c in t.columns) + "}")
+                rows.append(tuple(row))
+            return Result(tuple(cols), tuple(rows), f"SELECT {len(rows)}")
+        # table sync: the relation
+        if re.search(r"select c\.oid,c\.relreplident(,c\.relkind)? from pg_catalog\.pg_class c", low):
+            ms = re.search(r"n\.nspname = " + _STRING, text, re.IGNORECASE)
+            mr = re.search(r"c\.relname = " + _STRING, text, re.IGNORECASE)
+            if not ms or not mr:
+                raise ServerError("42601", "expected a relation query naming n.nspname and c.relname")
+            t = self.table_by_name(ms.group(1).replace("''", "'"), mr.group(1).replace("''", "'"))
+            with_kind = "c.relkind" in low
+            cols = [("oid", OID), ("relreplident", CHAR)] + ([("relkind", CHAR)] if with_kind else [])
+            if t is None:
+                return Result(tuple(cols), (), "SELECT 0")
+            row = [str(t.oid), t.replica_identity] + (["r"] if with_kind else [])
+            return Result(tuple(cols), (tuple(row),), "SELECT 1")
+        # table sync: the column list of the publication(s) (publisher 15+)
+        if "array_length(gpt.attrs" in low or ("prattrs" in low and "pg_publication_rel" in low):
+            return Result((("attrs", INT2VECTOR),), ((None,),), "SELECT 1")
+        # table sync: the columns
+        if "from pg_catalog.pg_attribute a" in low:
+            return self.attributes(text, low)
+        # table sync: the row filters (publisher 15+)
+        if "pg_get_expr(" in low and ("gpt.qual" in low or "prqual" in low):
+            return Result((("pg_get_expr", TEXT),), ((None,),), "SELECT 1")
+        if re.fullmatch(r"select (pg_catalog\.)?pg_is_in_recovery\(\)", low):
+            return Result((("pg_is_in_recovery", BOOL),), (("f",),), "SELECT 1")
+        if re.fullmatch(r"select (pg_catalog\.)?version\(\)", low):
+            v = f"PostgreSQL {self.version} (pgwire-spec fake walsender)"
+            return Result((("version", TEXT),), ((v,),), "SELECT 1")
+        if re.fullmatch(r"select (pg_catalog\.)?current_database\(\)", low):
+            return Result((("current_database", NAME),), ((self.scenario.server.database,),), "SELECT 1")
+        m = re.fullmatch(r"select (-?\d+)", low)
+        if m:
+            return Result((("?column?", INT4),), ((m.group(1),),), "SELECT 1")
+        raise ServerError("0A000", "the fake walsender does not answer this query",
+                          detail=f"Query: {text[:200]}",
+                          hint="Only the queries replication clients send are answered; see the scenario docs.")
+
+    def attributes(self, text: str, low: str) -> Result:
+        m = re.search(r"a\.attrelid = (\d+)", low)
+        if not m:
+            raise ServerError("42601", "expected a column query naming a.attrelid")
+        t = self.table_by_oid(int(m.group(1)))
+        ms = re.match(r"select (.*?) from pg_catalog\.pg_attribute a", text, re.IGNORECASE)
+        assert ms is not None
+        items = _split_top(ms.group(1))
+        has_identity_index = t is not None and t.replica_identity in ("d", "i") and bool(t.key_columns)
+        cols: list[tuple[str, int]] = []
+        getters: list[Any] = []
+        for item in items:
+            it = item.lower().replace(" ", "")
+            if it == "a.attnum":
+                cols.append(("attnum", INT2))
+                getters.append(lambda i, c: str(i + 1))
+            elif it == "a.attname":
+                cols.append(("attname", NAME))
+                getters.append(lambda i, c: c.name)
+            elif it == "a.atttypid":
+                cols.append(("atttypid", OID))
+                getters.append(lambda i, c: str(c.type.oid))
+            elif it == "a.atttypmod":
+                cols.append(("atttypmod", INT4))
+                getters.append(lambda i, c: str(c.type.typmod))
+            elif it.startswith("a.attnum=any(i.indkey)"):
+                cols.append(("?column?", BOOL))
+                # LEFT JOIN on the replica identity index: NULL when there is none (FULL).
+                getters.append(lambda i, c: ("t" if c.key else "f") if has_identity_index else None)
+            elif it.startswith("a.attgenerated!=''") or it.startswith("a.attgenerated<>''"):
+                cols.append(("?column?", BOOL))
+                getters.append(lambda i, c: "f")
+            else:
+                raise ServerError("0A000", "the fake walsender does not answer this column query",
+                                  detail=f"Unknown select item: {item}")
+        if t is None:
+            return Result(tuple(cols), (), "SELECT 0")
+        rows = tuple(tuple(g(i, c) for g in getters) for i, c in enumerate(t.columns))
+        return Result(tuple(cols), rows, f"SELECT {len(rows)}")
+
+    def copy(self, text: str) -> CopyOut:
+        m = re.fullmatch(r"copy (.+?) to stdout(?: (?:with )?\((.*)\)| with (binary)| (binary))?", text, re.IGNORECASE)
+        if not m:
+            raise ServerError("0A000", "the fake walsender answers only COPY … TO STDOUT",
+                              detail=f"Statement: {text[:200]}")
+        target, options = m.group(1), (m.group(2) or m.group(3) or m.group(4) or "")
+        binary = False
+        for opt in _split_top(options):
+            words = opt.lower().split()
+            if words and words[0] == "format" and len(words) == 2:
+                if words[1] not in ("text", "binary", "csv"):
+                    raise ServerError("22023", f'COPY format "{words[1]}" not recognized')
+                if words[1] == "csv":
+                    raise ServerError("0A000", "the fake walsender serves COPY in text or binary format")
+                binary = words[1] == "binary"
+            elif words == ["binary"]:
+                binary = True
+        if binary and self.persona.major < 16:
+            # Table sync asks for binary COPY only from publishers of 16+; any client may.
+            pass
+        if target.startswith("("):
+            inner = re.fullmatch(r"\(select (.+?) from (.+?)(?: where .*)?\)", target, re.IGNORECASE)
+            if not inner:
+                raise ServerError("0A000", "the fake walsender answers COPY (SELECT columns FROM table)",
+                                  detail=f"Statement: {text[:200]}")
+            cols_text, table_text = inner.group(1), inner.group(2)
+        else:
+            mt = re.fullmatch(r"(.+?)(?:\((.*)\))?", target)
+            assert mt is not None
+            table_text, cols_text = mt.group(1), mt.group(2)
+        parts = _ident_parts(table_text.strip())
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else ("public", parts[-1])
+        t = self.table_by_name(schema, name)
+        if t is None:
+            raise ServerError("42P01", f'relation "{".".join(parts)}" does not exist')
+        if cols_text is None or cols_text.strip() == "*":
+            columns = t.columns
+        else:
+            picked = []
+            for item in _split_top(cols_text):
+                cname = _ident_parts(item)[-1]
+                col = t.column(cname)
+                if col is None:
+                    raise ServerError("42703", f'column "{cname}" of relation "{t.name}" does not exist')
+                picked.append(col)
+            columns = tuple(picked)
+        return CopyOut(t, columns, binary)
+
+
+def _version_num(version: str) -> str:
+    m = re.match(r"(\d+)(?:\.(\d+))?", version)
+    assert m is not None
+    return str(int(m.group(1)) * 10000 + int(m.group(2) or 0))
+
+
+def answer(scenario: Scenario, persona: Persona, version: str, sql: str, in_transaction: bool = False) -> Answer:
+    """The answer to one SQL statement, or ServerError."""
+    return _Answerer(scenario, persona, version).answer(sql, in_transaction)
+
+
+# ------------------------------------------------------------------------------------------
+# COPY row encoders (table sync)
+# ------------------------------------------------------------------------------------------
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\b": "\\b",
+                               "\f": "\\f", "\v": "\\v"})
+
+
+def copy_text_row(columns: tuple[Column, ...], row: dict[str, Any]) -> bytes:
+    """One row of COPY text format: tab-separated, ``\\N`` for NULL, backslash escapes."""
+    fields = []
+    for c in columns:
+        t = c.type.text(row.get(c.name))
+        fields.append("\\N" if t is None else t.translate(_COPY_ESCAPES))
+    return ("\t".join(fields) + "\n").encode("utf-8", "surrogateescape")
+
+
+COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+COPY_BINARY_TRAILER = b"\xff\xff"
+
+
+def copy_binary_row(columns: tuple[Column, ...], row: dict[str, Any]) -> bytes:
+    """One tuple of COPY binary format: Int16 field count, then Int32 length + bytes (-1 NULL)."""
+    out = [len(columns).to_bytes(2, "big")]
+    for c in columns:
+        v = row.get(c.name)
+        if v is None:
+            out.append(b"\xff\xff\xff\xff")
+            continue
+        b = c.type.binary(v)
+        if b is None:
+            raise ServerError("42883", f"no binary output function available for type {c.type.name}")
+        out.append(len(b).to_bytes(4, "big") + b)
+    return b"".join(out)

@@ -1,0 +1,166 @@
+"""Faults: make the fake walsender misbehave on cue, per connection, by message position or
+by time.
+
+In a scenario file::
+
+    faults:
+      - {action: disconnect, after_messages: 120, application_name: sub}   # FIN after 120 messages
+      - {action: reset, after_seconds: 2.5}                                # RST 2.5 s into the stream
+      - {action: stall, after_messages: 10, seconds: 30}                   # stop sending for 30 s
+      - {action: delay, after_messages: 10, seconds: 0.5}                  # pause once, then go on
+      - {action: corrupt, after_messages: 5, offset: 0, xor: 255}          # flip bits of message #5
+      - {action: truncate, after_messages: 5, keep: 3}                     # message #5 cut to 3 bytes
+      - {action: duplicate, after_messages: 7}                             # message #7 sent twice
+      - {action: error, after_messages: 3, sqlstate: XX000, message: boom} # ErrorResponse mid-stream
+      - {action: keepalive, after_messages: 4}                             # keepalive, replyRequested
+      - {action: refuse_auth, user: replicator}                            # FATAL 28P01 at auth
+      - {action: crash, after_messages: 50}                                # every connection dropped
+
+``after_messages: N`` fires before the stream's message number N (0-based: after N
+XLogData messages were sent on that connection); ``after_seconds: S`` fires S seconds after
+START_REPLICATION. Which connections: ``connection`` (the n-th connection to the server that
+matches the other selectors, 1-based), ``application_name``, ``user``, ``slot``; ``times``
+limits how many connections a fault fires on (default 1; ``null`` for every one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Fault", "ACTIONS", "parse_faults", "FaultBook"]
+
+#: action -> what it does
+ACTIONS: dict[str, str] = {
+    "disconnect": "close the connection cleanly (FIN)",
+    "reset": "close the connection with a TCP reset (RST)",
+    "stall": "stop sending (keepalives too) for `seconds`, or for ever",
+    "delay": "pause `seconds` before the message, then go on",
+    "corrupt": "XOR the byte at `offset` of the message's pgoutput payload with `xor`",
+    "truncate": "cut the message's pgoutput payload to `keep` bytes",
+    "duplicate": "send the message twice",
+    "error": "send an ErrorResponse (`sqlstate`, `message`, `severity`) and end the stream",
+    "keepalive": "send a keepalive with replyRequested = 1 before the message",
+    "refuse_auth": "answer the authentication with FATAL 28P01",
+    "crash": "drop every connection of the server (reset); refuse new ones for `seconds`",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    action: str
+    after_messages: int | None = None
+    after_seconds: float | None = None
+    connection: int | None = None
+    application_name: str | None = None
+    user: str | None = None
+    slot: str | None = None
+    times: int | None = 1
+    seconds: float | None = None
+    offset: int = 0
+    xor: int = 0xFF
+    keep: int | None = None
+    sqlstate: str = "XX000"
+    message: str = "fault injected by the fake walsender"
+    severity: str = "ERROR"
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"expected a fault action among {', '.join(ACTIONS)}, found {self.action!r}")
+        if self.action not in ("refuse_auth",) and self.after_messages is None and self.after_seconds is None:
+            if self.action != "crash":
+                raise ValueError(f"fault {self.action} needs after_messages or after_seconds")
+        if self.after_messages is not None and self.after_messages < 0:
+            raise ValueError(f"expected after_messages >= 0, found {self.after_messages}")
+        if self.after_seconds is not None and self.after_seconds < 0:
+            raise ValueError(f"expected after_seconds >= 0, found {self.after_seconds}")
+        if self.times is not None and self.times < 1:
+            raise ValueError(f"expected times >= 1 or null, found {self.times}")
+        if not (len(self.sqlstate) == 5 and self.sqlstate.isalnum()):
+            raise ValueError(f"expected a 5-character SQLSTATE, found {self.sqlstate!r}")
+        if self.severity not in ("ERROR", "FATAL", "PANIC"):
+            raise ValueError(f"expected severity ERROR, FATAL or PANIC, found {self.severity!r}")
+
+    @property
+    def positional(self) -> bool:
+        return self.after_messages is not None
+
+    def selects(self, ordinal: int, params: Mapping[str, str]) -> bool:
+        """Whether this fault applies to a connection (its ordinal among matching ones is
+        checked by :class:`FaultBook`)."""
+        if self.application_name is not None and params.get("application_name") != self.application_name:
+            return False
+        if self.user is not None and params.get("user") != self.user:
+            return False
+        return True
+
+
+_FIELDS = {f for f in Fault.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+def parse_faults(data: Any, path: str = "faults") -> list[Fault]:
+    """Faults from their YAML/JSON form (a list of mappings)."""
+    from .scenario import ScenarioError
+
+    if isinstance(data, Fault):
+        return [data]
+    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
+        raise ScenarioError(path, "a list of faults", repr(data))
+    out = []
+    for i, item in enumerate(data):
+        if isinstance(item, Fault):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise ScenarioError(f"{path}[{i}]", "a fault like {action: disconnect, after_messages: 10}", repr(item))
+        unknown = [k for k in item if k not in _FIELDS]
+        if unknown:
+            raise ScenarioError(f"{path}[{i}]", f"keys among {', '.join(sorted(_FIELDS))}", f"unknown key {unknown[0]!r}")
+        try:
+            out.append(Fault(**dict(item)))
+        except (TypeError, ValueError) as exc:
+            raise ScenarioError(f"{path}[{i}]", "a valid fault", str(exc)) from None
+    return out
+
+
+class FaultBook:
+    """Server-wide bookkeeping: which connection each fault may fire on, and how often it did."""
+
+    def __init__(self, faults: Sequence[Fault]) -> None:
+        self.faults = list(faults)
+        self.matches = [0] * len(self.faults)
+        self.fired = [0] * len(self.faults)
+
+    def add(self, fault: Fault) -> None:
+        self.faults.append(fault)
+        self.matches.append(0)
+        self.fired.append(0)
+
+    def for_connection(self, params: Mapping[str, str], phase: str, slot: str | None = None) -> list[int]:
+        """Indexes of the faults that may fire on a connection entering *phase*
+        ('auth' or 'stream'); counts the connection toward ``connection`` ordinals."""
+        out = []
+        for i, f in enumerate(self.faults):
+            is_auth = f.action == "refuse_auth"
+            if (phase == "auth") != is_auth:
+                continue
+            if f.slot is not None and f.slot != slot:
+                continue
+            if not f.selects(0, params):
+                continue
+            self.matches[i] += 1
+            if f.connection is not None and self.matches[i] != f.connection:
+                continue
+            if f.times is not None and self.fired[i] >= f.times:
+                continue
+            out.append(i)
+        return out
+
+    def fire(self, index: int) -> bool:
+        """Record that fault *index* fires now; False when it used up its ``times``."""
+        f = self.faults[index]
+        if f.times is not None and self.fired[index] >= f.times:
+            return False
+        self.fired[index] += 1
+        return True

@@ -1,0 +1,294 @@
+"""The asyncio shell around the sans-IO core, and a thread-backed wrapper for plain code.
+
+>>> async with FakeWalsender("examples/scenarios/accounts.yaml") as server:
+...     print(server.dsn)          # host=127.0.0.1 port=… dbname=postgres user=replicator password=…
+...     ...                        # point pg_recvlogical, psycopg2, a subscriber … at it
+
+>>> with SyncFakeWalsender(scenario) as server:   # plain pytest, no event loop needed
+...     run_my_cdc_client(server.dsn)
+...     assert server.transcript.pgoutput(1)[0].tag == "B"
+
+Binds 127.0.0.1 on a free port unless told otherwise. Each connection is one task: it
+feeds the core what the socket reads and writes what the core produces, waiting for the
+socket to drain before asking for more (a slow consumer slows the producer down; nothing
+piles up in memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .core import Close, Connection, Send, ServerState, Wait
+from .faults import Fault
+from .scenario import Scenario, load_scenario
+from .transcript import Transcript
+
+__all__ = ["FakeWalsender", "SyncFakeWalsender"]
+
+#: Ask the core for more only when the socket's write buffer holds less than this.
+HIGH_WATER = 1 << 17
+
+
+def _as_scenario(scenario: Scenario | str | Path | Mapping[str, Any]) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    return load_scenario(scenario)
+
+
+class FakeWalsender:
+    """A fake PostgreSQL walsender serving *scenario* (a :class:`Scenario`, a file path, a
+    YAML/JSON text or a mapping). Use as ``async with``; ``host``, ``port`` and ``dsn`` tell
+    clients where it listens; ``transcript`` records every message (``record=False`` to
+    save memory); ``faults`` add to the scenario's own."""
+
+    def __init__(self, scenario: Scenario | str | Path | Mapping[str, Any], *, host: str = "127.0.0.1",
+                 port: int = 0, record: bool = True, faults: list[Fault] | tuple[Fault, ...] = ()) -> None:
+        self.scenario = _as_scenario(scenario)
+        self._host = host
+        self._port = port
+        self.record = record
+        self.state = ServerState(self.scenario, record=record, extra_faults=list(faults))
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self.host = host
+        self.port = port
+
+    # -- where -----------------------------------------------------------------------------
+    @property
+    def user(self) -> str:
+        users = self.scenario.auth.users
+        return users[0][0] if users else "postgres"
+
+    @property
+    def password(self) -> str | None:
+        users = self.scenario.auth.users
+        return users[0][1] if users and self.scenario.auth.method != "trust" else None
+
+    @property
+    def dsn(self) -> str:
+        """A libpq connection string (no ``replication=``: clients add it themselves)."""
+        dsn = f"host={self.host} port={self.port} dbname={self.scenario.server.database} user={self.user}"
+        if self.password is not None:
+            dsn += " password=" + "'" + self.password.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return dsn
+
+    @property
+    def transcript(self) -> Transcript:
+        if self.state.transcript is None:
+            raise RuntimeError("this fake walsender does not record (record=False)")
+        return self.state.transcript
+
+    @property
+    def slots(self) -> dict[str, Any]:
+        return self.state.slots
+
+    def add_fault(self, fault: Fault) -> None:
+        """Add a fault while the server runs (applies to connections that start streaming
+        or authenticate from now on)."""
+        self.state.add_fault(fault)
+
+    # -- life cycle ------------------------------------------------------------------------
+    async def start(self) -> FakeWalsender:
+        self._server = await asyncio.start_server(self._client, self._host, self._port, limit=1 << 16,
+                                                  reuse_address=True, backlog=1024)
+        sock = self._server.sockets[0]
+        self.host, self.port = sock.getsockname()[:2]
+        return self
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for w in list(self._writers.values()):
+            w.transport.abort()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def __aenter__(self) -> FakeWalsender:
+        return await self.start()
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    # -- connections -----------------------------------------------------------------------
+    def crash(self) -> None:
+        """Drop every connection at once (TCP reset), as a crashing server would."""
+        for w in list(self._writers.values()):
+            _reset(w)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        conn = self.state.connect(peer[0] if peer else "?")
+        self._writers[conn.id] = writer
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        try:
+            await self._run(conn, reader, writer)
+        except (ConnectionError, OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self._writers.pop(conn.id, None)
+            self.state.forget(conn)
+            if not writer.is_closing():
+                writer.transport.abort()
+            self._tasks.discard(task)
+
+    async def _run(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        async def pump() -> None:
+            try:
+                while True:
+                    data = await reader.read(1 << 16)
+                    conn.receive_data(data)
+                    wake.set()
+                    if not data:
+                        return
+            except (ConnectionError, OSError):
+                conn.receive_data(b"")
+                wake.set()
+
+        pumper = loop.create_task(pump())
+        transport = writer.transport
+        try:
+            while True:
+                action = conn.next_action(loop.time())
+                if isinstance(action, Send):
+                    if transport.is_closing():
+                        conn.receive_data(b"")
+                        continue
+                    writer.write(action.data)
+                    if transport.get_write_buffer_size() > HIGH_WATER:
+                        await writer.drain()
+                    else:
+                        await asyncio.sleep(0)  # let other connections and the reader run
+                elif isinstance(action, Wait):
+                    if transport.get_write_buffer_size():
+                        await writer.drain()
+                    wake.clear()
+                    if action.deadline is None:
+                        await wake.wait()
+                    else:
+                        timeout = action.deadline - loop.time()
+                        if timeout > 0:
+                            try:
+                                await asyncio.wait_for(wake.wait(), timeout)
+                            except TimeoutError:
+                                pass
+                elif isinstance(action, Close):
+                    if action.crash:
+                        self.crash()
+                    if action.reset:
+                        _reset(writer)
+                    else:
+                        try:
+                            await writer.drain()
+                        except (ConnectionError, OSError):
+                            pass
+                        writer.close()
+                    return
+        finally:
+            pumper.cancel()
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    writer.transport.abort()
+
+
+class SyncFakeWalsender:
+    """:class:`FakeWalsender` on an event loop in a background thread, for code without
+    one: ``with SyncFakeWalsender(scenario) as server: …``."""
+
+    def __init__(self, scenario: Scenario | str | Path | Mapping[str, Any], **kwargs: Any) -> None:
+        self.server = FakeWalsender(scenario, **kwargs)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.server, name)
+
+    def start(self) -> SyncFakeWalsender:
+        if self._thread is not None:
+            return self
+        started = threading.Event()
+        error: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as exc:  # reported to the caller
+                error.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(self.server.stop())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-walsender", daemon=True)
+        self._thread.start()
+        started.wait()
+        if error:
+            self._thread = None
+            raise error[0]
+        return self
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` on the server's loop thread and return its result."""
+        assert self._loop is not None
+        fut: Any = asyncio.run_coroutine_threadsafe(_call(fn, *args), self._loop)
+        return fut.result()
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._thread = None
+
+    def __enter__(self) -> SyncFakeWalsender:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+async def _call(fn: Any, *args: Any) -> Any:
+    return fn(*args)

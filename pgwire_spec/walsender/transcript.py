@@ -1,0 +1,153 @@
+"""A transcript of every message a fake walsender exchanged, both directions, decoded.
+
+>>> async with FakeWalsender(scenario) as server:
+...     ...
+>>> server.transcript.queries()                       # every Query text, in order
+>>> [e.pgoutput for e in server.transcript.stream(1)]  # pgoutput messages of connection 1
+>>> print(server.transcript.text())                   # the format of the reference transcripts
+
+Entries keep the message objects (:mod:`pgwire_spec.wire` messages; for CopyData of a
+replication stream also the decoded XLogData/keepalive/status update and, for XLogData,
+the pgoutput message), so tests assert on fields, not on text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonform import to_json
+from ..lsn import format_lsn
+
+__all__ = ["Transcript", "Entry"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One message: ``connection`` (1-based), ``direction`` 'F' (client) or 'B' (server),
+    ``time`` (seconds since the server started), the wire ``message``, and for CopyData
+    of a replication stream the decoded ``payload`` (XLogData, PrimaryKeepalive,
+    StandbyStatusUpdate, HotStandbyFeedback) and ``pgoutput`` message. ``event`` names a
+    non-message event ('connected', 'closed', 'reset', 'fault:<action>')."""
+
+    connection: int
+    direction: str
+    time: float
+    message: Any = None
+    payload: Any = None
+    pgoutput: Any = None
+    event: str | None = None
+
+    def describe(self) -> str:
+        if self.event is not None:
+            return f"[{self.connection}] {self.event}"
+        msg = self.message
+        name = type(msg).__name__
+        p = self.payload
+        if p is not None:
+            tag = getattr(p, "tag", "?")
+            if tag == "w":
+                pg = self.pgoutput
+                pname = type(pg).__name__ if pg is not None else f"{p.data[:1]!r}"
+                return (f"[{self.connection}] {self.direction} CopyData w start={format_lsn(p.data_start)} "
+                        f"end={format_lsn(p.wal_end)} {pname} len={len(p.data)}")
+            if tag == "k":
+                return (f"[{self.connection}] {self.direction} CopyData k ({format_lsn(p.wal_end)}, "
+                        f"{p.send_time}, {int(p.reply_requested)})")
+            if tag == "r":
+                return (f"[{self.connection}] {self.direction} CopyData r ({format_lsn(p.write_lsn)}, "
+                        f"{format_lsn(p.flush_lsn)}, {format_lsn(p.apply_lsn)}, {p.send_time}, "
+                        f"{int(p.reply_requested)})")
+            return f"[{self.connection}] {self.direction} CopyData {name}"
+        if name == "Query":
+            return f"[{self.connection}] {self.direction} Query {msg.sql!r}"
+        if name in ("ErrorResponse", "NoticeResponse"):
+            return f"[{self.connection}] {self.direction} {name} {msg.severity} {msg.code} {msg.message!r}"
+        if name == "ParameterStatus":
+            return f"[{self.connection}] {self.direction} ParameterStatus {msg.name}={msg.value}"
+        if name == "RowDescription":
+            cols = [f"{f.name}:{f.type_oid}" for f in msg.fields]
+            return f"[{self.connection}] {self.direction} RowDescription {cols}"
+        if name == "DataRow":
+            vals = [None if v is None else v.decode("utf-8", "replace") for v in msg.values]
+            return f"[{self.connection}] {self.direction} DataRow {vals}"
+        if name == "CommandComplete":
+            return f"[{self.connection}] {self.direction} CommandComplete {msg.command_tag!r}"
+        if name == "ReadyForQuery":
+            return f"[{self.connection}] {self.direction} ReadyForQuery {msg.status}"
+        if name == "StartupMessage":
+            return f"[{self.connection}] {self.direction} Startup {dict(msg.parameters)}"
+        if name == "CopyData":
+            return f"[{self.connection}] {self.direction} CopyData len={len(msg.data)}"
+        return f"[{self.connection}] {self.direction} {name}"
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"connection": self.connection, "direction": self.direction,
+                               "time": round(self.time, 6)}
+        if self.event is not None:
+            out["event"] = self.event
+        for key in ("message", "payload", "pgoutput"):
+            value = getattr(self, key)
+            if value is not None:
+                try:
+                    out[key] = to_json(value)
+                except Exception:  # a message the JSON form does not cover
+                    out[key] = {"type": type(value).__name__, "repr": repr(value)}
+        return out
+
+
+class Transcript:
+    """The entries of one fake server, in the order they happened."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+
+    def add(self, entry: Entry) -> None:
+        self.entries.append(entry)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self.entries))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def connection(self, n: int) -> list[Entry]:
+        return [e for e in self.entries if e.connection == n]
+
+    def frontend(self, connection: int | None = None) -> list[Entry]:
+        return [e for e in self.entries if e.direction == "F" and (connection is None or e.connection == connection)]
+
+    def backend(self, connection: int | None = None) -> list[Entry]:
+        return [e for e in self.entries if e.direction == "B" and (connection is None or e.connection == connection)]
+
+    def queries(self, connection: int | None = None) -> list[str]:
+        return [e.message.sql for e in self.frontend(connection) if type(e.message).__name__ == "Query"]
+
+    def stream(self, connection: int | None = None) -> list[Entry]:
+        """The XLogData entries (server to client), with their pgoutput messages."""
+        return [e for e in self.backend(connection) if e.payload is not None and getattr(e.payload, "tag", "") == "w"]
+
+    def pgoutput(self, connection: int | None = None) -> list[Any]:
+        return [e.pgoutput for e in self.stream(connection)]
+
+    def status_updates(self, connection: int | None = None) -> list[Any]:
+        return [e.payload for e in self.frontend(connection)
+                if e.payload is not None and getattr(e.payload, "tag", "") == "r"]
+
+    def errors(self, connection: int | None = None) -> list[Any]:
+        return [e.message for e in self.backend(connection) if type(e.message).__name__ == "ErrorResponse"]
+
+    def events(self, connection: int | None = None) -> list[str]:
+        return [e.event for e in self.entries if e.event is not None and (connection is None or e.connection == connection)]
+
+    def connections(self) -> list[int]:
+        return sorted({e.connection for e in self.entries})
+
+    def text(self) -> str:
+        """One line per entry, like the reference transcripts."""
+        return "\n".join(e.describe() for e in self.entries)
+
+    def jsonl(self) -> str:
+        return "\n".join(json.dumps(e.as_json()) for e in self.entries)

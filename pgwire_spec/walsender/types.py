@@ -1,0 +1,662 @@
+"""Column types of a scenario: names to OIDs, values to their text and binary forms.
+
+A scenario names a column's type the way SQL does (``int4``, ``integer``, ``varchar(20)``,
+``numeric(10,2)``, ``timestamptz``, ``int4[]`` …) or by OID (``{oid: 16500, name: mood}``
+for any type, including users' types). Values are plain YAML/JSON/Python values; this
+module turns them into
+
+* the **text** form (what a real server's output function prints: 'Text values' of
+  TupleData and the COPY text format),
+* the **binary** form (the type's send function: 'b' values with ``binary = true`` and
+  ``COPY … WITH (FORMAT binary)``), for the common built-in types. A type without a binary
+  encoder here falls back to text, as a real server does for a type without a send function
+  (protocol-facts §3), so one tuple may mix 't' and 'b'.
+
+OIDs are those of ``pg_type.dat`` (stable since PostgreSQL 8).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import json
+import re
+import struct
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..lsn import PG_EPOCH
+
+__all__ = [
+    "ColumnType",
+    "BUILTIN_TYPES",
+    "resolve_type",
+    "TypeValueError",
+    "FIRST_USER_OID",
+]
+
+#: OIDs below this are built-in (``FirstGenbkiObjectId``); pgoutput sends a Type message
+#: only for types at or above it (protocol-facts §3).
+FIRST_USER_OID = 10000
+
+
+class TypeValueError(ValueError):
+    """A value that the column's type cannot hold (raised with the expected form)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnType:
+    """A column type: its OID, name, namespace, modifier and element type (arrays)."""
+
+    oid: int
+    name: str
+    namespace: str = "pg_catalog"
+    typmod: int = -1
+    #: For arrays, the element type; None otherwise.
+    element: ColumnType | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.element is not None
+
+    @property
+    def is_user_type(self) -> bool:
+        return self.oid >= FIRST_USER_OID
+
+    def text(self, value: Any) -> str | None:
+        """The value's text form (None for NULL)."""
+        if value is None:
+            return None
+        if self.element is not None:
+            if isinstance(value, str):
+                return value
+            if not isinstance(value, (list, tuple)):
+                raise TypeValueError(f"expected a list for {self.name}, found {value!r}")
+            return _array_text(self.element, list(value))
+        fmt = _TEXT.get(self.name)
+        if fmt is None:
+            if isinstance(value, bytes):
+                return value.decode("utf-8", "surrogateescape")
+            return value if isinstance(value, str) else _generic_text(value)
+        return fmt(value)
+
+    def binary(self, value: Any) -> bytes | None:
+        """The value's binary (send function) form, or None when this module has no
+        encoder for the type (the caller then falls back to text)."""
+        if self.element is not None:
+            if self.element.name not in _BINARY or not isinstance(value, (list, tuple)):
+                return None
+            return _array_binary(self.element, list(value))
+        fn = _BINARY.get(self.name)
+        if fn is None or self.is_user_type:
+            return None
+        return fn(value, self)
+
+    @property
+    def has_binary(self) -> bool:
+        if self.is_user_type:
+            return False
+        if self.element is not None:
+            return self.element.name in _BINARY
+        return self.name in _BINARY
+
+
+# ------------------------------------------------------------------------------------------
+# The built-in types (pg_type.dat), and the names SQL accepts for them
+# ------------------------------------------------------------------------------------------
+
+#: name -> (oid, array oid)
+BUILTIN_TYPES: dict[str, tuple[int, int]] = {
+    "bool": (16, 1000),
+    "bytea": (17, 1001),
+    "char": (18, 1002),
+    "name": (19, 1003),
+    "int8": (20, 1016),
+    "int2": (21, 1005),
+    "int2vector": (22, 1006),
+    "int4": (23, 1007),
+    "text": (25, 1009),
+    "oid": (26, 1028),
+    "tid": (27, 1010),
+    "xid": (28, 1011),
+    "json": (114, 199),
+    "xml": (142, 143),
+    "point": (600, 1017),
+    "cidr": (650, 651),
+    "float4": (700, 1021),
+    "float8": (701, 1022),
+    "money": (790, 791),
+    "macaddr": (829, 1040),
+    "inet": (869, 1041),
+    "bpchar": (1042, 1014),
+    "varchar": (1043, 1015),
+    "date": (1082, 1182),
+    "time": (1083, 1183),
+    "timestamp": (1114, 1115),
+    "timestamptz": (1184, 1185),
+    "interval": (1186, 1187),
+    "timetz": (1266, 1270),
+    "bit": (1560, 1561),
+    "varbit": (1562, 1563),
+    "numeric": (1700, 1231),
+    "uuid": (2950, 2951),
+    "pg_lsn": (3220, 3221),
+    "jsonb": (3802, 3807),
+    "int4range": (3904, 3905),
+}
+
+_ALIASES: dict[str, str] = {
+    "boolean": "bool",
+    "smallint": "int2",
+    "integer": "int4",
+    "int": "int4",
+    "bigint": "int8",
+    "serial": "int4",
+    "smallserial": "int2",
+    "bigserial": "int8",
+    "real": "float4",
+    "double precision": "float8",
+    "float": "float8",
+    "decimal": "numeric",
+    "character varying": "varchar",
+    "character": "bpchar",
+    '"char"': "char",
+    "timestamp without time zone": "timestamp",
+    "timestamp with time zone": "timestamptz",
+    "time without time zone": "time",
+    "time with time zone": "timetz",
+    "bit varying": "varbit",
+}
+
+_BY_OID: dict[int, str] = {}
+for _name, (_oid, _aoid) in BUILTIN_TYPES.items():
+    _BY_OID[_oid] = _name
+    _BY_OID[_aoid] = "_" + _name
+
+_TYPE_RE = re.compile(r"^\s*([a-z_][a-z0-9_ \"]*?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\])?\s*$")
+
+
+def _typmod(name: str, a: int | None, b: int | None) -> int:
+    """atttypmod as PostgreSQL stores it for the type modifiers written in SQL."""
+    if a is None:
+        return -1
+    if name in ("varchar", "bpchar"):
+        return a + 4  # VARHDRSZ
+    if name == "numeric":
+        return ((a << 16) | (b or 0)) + 4
+    if name in ("timestamp", "timestamptz", "time", "timetz", "interval", "bit", "varbit"):
+        return a
+    return -1
+
+
+def resolve_type(spec: Any) -> ColumnType:
+    """A column type from a scenario: a SQL type name, an OID, or a mapping
+    ``{oid: N, name: …, namespace: …, typmod: …}``. Raises ValueError naming what it found."""
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"oid", "name", "namespace", "typmod"}
+        if unknown:
+            raise ValueError(f"expected a type with keys oid, name, namespace, typmod, found {sorted(unknown)}")
+        if "oid" not in spec:
+            if "name" in spec:
+                base = resolve_type(spec["name"])
+                return ColumnType(base.oid, base.name, spec.get("namespace", base.namespace),
+                                  int(spec.get("typmod", base.typmod)), base.element)
+            raise ValueError("expected a type with an oid or a name, found neither")
+        oid = spec["oid"]
+        if isinstance(oid, bool) or not isinstance(oid, int) or oid <= 0:
+            raise ValueError(f"expected a positive type OID, found {oid!r}")
+        name = spec.get("name")
+        known = _BY_OID.get(oid)
+        if name is None:
+            name = known if known is not None else f"type_{oid}"
+        elif known is not None and known.lstrip("_") != str(name).lstrip("_"):
+            name = str(name)
+        base = _from_oid(oid) if known is not None else None
+        namespace = spec.get("namespace", "pg_catalog" if oid < FIRST_USER_OID else "public")
+        typmod = int(spec.get("typmod", -1))
+        if base is not None:
+            return ColumnType(base.oid, base.name, namespace, typmod, base.element)
+        return ColumnType(oid, str(name), str(namespace), typmod)
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        if spec in _BY_OID:
+            return _from_oid(spec)
+        if spec <= 0:
+            raise ValueError(f"expected a positive type OID, found {spec}")
+        return ColumnType(spec, f"type_{spec}", "pg_catalog" if spec < FIRST_USER_OID else "public")
+    if not isinstance(spec, str):
+        raise ValueError(f"expected a type name like 'int4' or 'text', found {spec!r}")
+    m = _TYPE_RE.match(spec.lower())
+    if not m:
+        raise ValueError(f"expected a type name like 'int4', 'varchar(20)' or 'int4[]', found {spec!r}")
+    raw, a, b, arr = m.group(1).strip(), m.group(2), m.group(3), m.group(4)
+    if raw.startswith("pg_catalog."):
+        raw = raw[len("pg_catalog."):]
+    is_array = bool(arr)
+    if raw.startswith("_") and raw[1:] in BUILTIN_TYPES:
+        raw, is_array = raw[1:], True
+    name = _ALIASES.get(raw, raw)
+    if name not in BUILTIN_TYPES:
+        known = ", ".join(sorted(BUILTIN_TYPES))
+        raise ValueError(
+            f"expected a built-in type name ({known}) or {{oid: N, name: …}} for other types, found {spec!r}"
+        )
+    oid, array_oid = BUILTIN_TYPES[name]
+    typmod = _typmod(name, int(a) if a else None, int(b) if b else None)
+    base = ColumnType(oid, name, "pg_catalog", -1 if is_array else typmod)
+    if is_array:
+        return ColumnType(array_oid, "_" + name, "pg_catalog", typmod, base)
+    return base
+
+
+def _from_oid(oid: int) -> ColumnType:
+    name = _BY_OID[oid]
+    if name.startswith("_"):
+        elem = BUILTIN_TYPES[name[1:]][0]
+        return ColumnType(oid, name, "pg_catalog", -1, ColumnType(elem, name[1:]))
+    return ColumnType(oid, name)
+
+
+# ------------------------------------------------------------------------------------------
+# Text forms (the output functions)
+# ------------------------------------------------------------------------------------------
+
+
+def _int_text(value: Any) -> str:
+    if isinstance(value, bool):
+        raise TypeValueError(f"expected an integer, found {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return str(int(value))
+    raise TypeValueError(f"expected an integer, found {value!r}")
+
+
+def _bool_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, str) and value.lower() in ("t", "true", "on", "yes", "y", "1"):
+        return "t"
+    if isinstance(value, str) and value.lower() in ("f", "false", "off", "no", "n", "0"):
+        return "f"
+    raise TypeValueError(f"expected a boolean, found {value!r}")
+
+
+def _float_text(value: Any) -> str:
+    if isinstance(value, bool):
+        raise TypeValueError(f"expected a number, found {value!r}")
+    if isinstance(value, (int, float)):
+        f = float(value)
+        if f != f:
+            return "NaN"
+        if f in (float("inf"), float("-inf")):
+            return "Infinity" if f > 0 else "-Infinity"
+        return repr(f) if not f.is_integer() else str(int(f)) if abs(f) < 1e16 else repr(f)
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            if value not in ("NaN", "Infinity", "-Infinity"):
+                raise TypeValueError(f"expected a number, found {value!r}") from None
+        return value
+    raise TypeValueError(f"expected a number, found {value!r}")
+
+
+def _numeric_text(value: Any) -> str:
+    if isinstance(value, bool):
+        raise TypeValueError(f"expected a number, found {value!r}")
+    if isinstance(value, (int, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        try:
+            decimal.Decimal(value)
+        except decimal.InvalidOperation:
+            raise TypeValueError(f"expected a number, found {value!r}") from None
+        return value.strip()
+    raise TypeValueError(f"expected a number, found {value!r}")
+
+
+def _str_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _bytea_text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, str):
+        if value.startswith("\\x"):
+            bytes.fromhex(value[2:])
+            return value
+        return "\\x" + value.encode().hex()
+    raise TypeValueError(f"expected bytes or '\\x…' hex text, found {value!r}")
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def _date_text(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        return value
+    raise TypeValueError(f"expected a date, found {value!r}")
+
+
+def _timestamp_text(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        return value.isoformat(sep=" ")
+    if isinstance(value, _dt.date):
+        return value.isoformat() + " 00:00:00"
+    if isinstance(value, str):
+        return value
+    raise TypeValueError(f"expected a timestamp, found {value!r}")
+
+
+def _timestamptz_text(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.UTC)
+        return value.astimezone(_dt.UTC).isoformat(sep=" ").replace("+00:00", "+00")
+    if isinstance(value, _dt.date):
+        return value.isoformat() + " 00:00:00+00"
+    if isinstance(value, str):
+        return value
+    raise TypeValueError(f"expected a timestamp, found {value!r}")
+
+
+def _time_text(value: Any) -> str:
+    if isinstance(value, _dt.time):
+        return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool):
+        # YAML reads 12:30:00 as sexagesimal seconds
+        return f"{value // 3600:02d}:{value // 60 % 60:02d}:{value % 60:02d}"
+    if isinstance(value, str):
+        return value
+    raise TypeValueError(f"expected a time, found {value!r}")
+
+
+def _uuid_text(value: Any) -> str:
+    try:
+        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+    except ValueError:
+        raise TypeValueError(f"expected a UUID, found {value!r}") from None
+
+
+def _char_text(value: Any) -> str:
+    text = _str_text(value)
+    if len(text.encode()) > 1:
+        raise TypeValueError(f'expected one byte for "char", found {value!r}')
+    return text
+
+
+def _generic_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    if isinstance(value, _dt.datetime):
+        return _timestamptz_text(value) if value.tzinfo else _timestamp_text(value)
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+_TEXT: dict[str, Callable[[Any], str]] = {
+    "bool": _bool_text,
+    "int2": _int_text,
+    "int4": _int_text,
+    "int8": _int_text,
+    "oid": _int_text,
+    "xid": _int_text,
+    "float4": _float_text,
+    "float8": _float_text,
+    "numeric": _numeric_text,
+    "text": _str_text,
+    "varchar": _str_text,
+    "bpchar": _str_text,
+    "name": _str_text,
+    "char": _char_text,
+    "bytea": _bytea_text,
+    "json": _json_text,
+    "jsonb": _json_text,
+    "date": _date_text,
+    "timestamp": _timestamp_text,
+    "timestamptz": _timestamptz_text,
+    "time": _time_text,
+    "uuid": _uuid_text,
+}
+
+
+def _array_text(element: ColumnType, values: list[Any]) -> str:
+    """Array output: ``{1,2,NULL,"a b"}`` (quotes around empty, NULL-like and special text)."""
+    parts = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            parts.append(_array_text(element, list(v)))
+            continue
+        t = element.text(v)
+        if t is None:
+            parts.append("NULL")
+        elif t == "" or t.upper() == "NULL" or re.search(r'[{},"\\\s]', t):
+            parts.append('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        else:
+            parts.append(t)
+    return "{" + ",".join(parts) + "}"
+
+
+# ------------------------------------------------------------------------------------------
+# Binary forms (the send functions)
+# ------------------------------------------------------------------------------------------
+
+_I2, _I4, _I8 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
+_U4 = struct.Struct("!I")
+
+
+def _int_bin(st: struct.Struct) -> Callable[[Any, ColumnType], bytes]:
+    def enc(value: Any, t: ColumnType) -> bytes:
+        try:
+            return st.pack(int(_int_text(value)))
+        except struct.error:
+            raise TypeValueError(f"expected a {t.name} in range, found {value!r}") from None
+
+    return enc
+
+
+def _oid_bin(value: Any, t: ColumnType) -> bytes:
+    try:
+        return _U4.pack(int(_int_text(value)))
+    except struct.error:
+        raise TypeValueError(f"expected an OID in range, found {value!r}") from None
+
+
+def _float_bin(fmt: str) -> Callable[[Any, ColumnType], bytes]:
+    st = struct.Struct(fmt)
+
+    def enc(value: Any, t: ColumnType) -> bytes:
+        text = _float_text(value)
+        f = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.get(text)
+        return st.pack(float(text) if f is None else f)
+
+    return enc
+
+
+def _text_bin(value: Any, t: ColumnType) -> bytes:
+    return _str_text(value).encode("utf-8", "surrogateescape")
+
+
+def _bool_bin(value: Any, t: ColumnType) -> bytes:
+    return b"\x01" if _bool_text(value) == "t" else b"\x00"
+
+
+def _bytea_bin(value: Any, t: ColumnType) -> bytes:
+    return bytes.fromhex(_bytea_text(value)[2:])
+
+
+def _json_bin(value: Any, t: ColumnType) -> bytes:
+    return _json_text(value).encode()
+
+
+def _jsonb_bin(value: Any, t: ColumnType) -> bytes:
+    # jsonb_send: a version byte (1) then the text.
+    return b"\x01" + _json_text(value).encode()
+
+
+def _uuid_bin(value: Any, t: ColumnType) -> bytes:
+    return uuid.UUID(_uuid_text(value)).bytes
+
+
+def _char_bin(value: Any, t: ColumnType) -> bytes:
+    return _char_text(value).encode()
+
+
+def _parse_date(text: str) -> _dt.date:
+    try:
+        return _dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise TypeValueError(f"expected a date like 2024-01-31, found {text!r}") from None
+
+
+def _date_bin(value: Any, t: ColumnType) -> bytes:
+    text = _date_text(value)
+    if text == "infinity":
+        return _I4.pack(0x7FFFFFFF)
+    if text == "-infinity":
+        return _I4.pack(-0x80000000)
+    return _I4.pack((_parse_date(text) - PG_EPOCH.date()).days)
+
+
+def _parse_timestamp(text: str, tz: bool) -> _dt.datetime:
+    s = text.strip().replace(" ", "T", 1)
+    if re.search(r"[+-]\d\d$", s):
+        s += ":00"
+    try:
+        value = _dt.datetime.fromisoformat(s)
+    except ValueError:
+        raise TypeValueError(f"expected a timestamp like 2024-01-31 12:00:00, found {text!r}") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.UTC)
+    return value
+
+
+def _micros(value: _dt.datetime) -> int:
+    delta = value - PG_EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _timestamp_bin(value: Any, t: ColumnType) -> bytes:
+    text = _timestamp_text(value) if t.name == "timestamp" else _timestamptz_text(value)
+    if text == "infinity":
+        return _I8.pack(0x7FFFFFFFFFFFFFFF)
+    if text == "-infinity":
+        return _I8.pack(-0x8000000000000000)
+    parsed = _parse_timestamp(text, t.name == "timestamptz")
+    if t.name == "timestamp":
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return _I8.pack(_micros(parsed))
+
+
+def _time_bin(value: Any, t: ColumnType) -> bytes:
+    text = _time_text(value)
+    try:
+        tv = _dt.time.fromisoformat(text.strip())
+    except ValueError:
+        raise TypeValueError(f"expected a time like 12:30:00, found {text!r}") from None
+    return _I8.pack(((tv.hour * 60 + tv.minute) * 60 + tv.second) * 1_000_000 + tv.microsecond)
+
+
+def _numeric_bin(value: Any, t: ColumnType) -> bytes:
+    """numeric_send: Int16 ndigits, weight, sign, dscale, then base-10000 digits."""
+    text = _numeric_text(value)
+    d = decimal.Decimal(text)
+    if d.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    if d.is_infinite():
+        return struct.pack("!hhHh", 0, 0, 0xD000 if d > 0 else 0xF000, 0)
+    sign = 0x4000 if d.is_signed() else 0x0000
+    sign_, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    dscale = max(0, -exp)
+    s = "".join(map(str, digits))
+    # integer part and fraction part as digit strings
+    if exp >= 0:
+        int_part, frac_part = s + "0" * exp, ""
+    else:
+        cut = len(s) + exp
+        int_part = s[:cut] if cut > 0 else ""
+        frac_part = ("0" * -cut + s) if cut < 0 else s[cut:]
+    int_part = int_part.lstrip("0")
+    pad_int = (-len(int_part)) % 4
+    int_groups = [int(("0" * pad_int + int_part)[i:i + 4]) for i in range(0, len(int_part) + pad_int, 4)]
+    pad_frac = (-len(frac_part)) % 4
+    frac_full = frac_part + "0" * pad_frac
+    frac_groups = [int(frac_full[i:i + 4]) for i in range(0, len(frac_full), 4)]
+    groups = int_groups + frac_groups
+    weight = len(int_groups) - 1
+    # strip leading zero groups (adjusting weight) and trailing zero groups
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight, sign = 0, 0x0000
+    return struct.pack(f"!hhHh{len(groups)}h", len(groups), weight, sign, dscale, *groups)
+
+
+_BINARY: dict[str, Callable[[Any, ColumnType], bytes]] = {
+    "bool": _bool_bin,
+    "int2": _int_bin(_I2),
+    "int4": _int_bin(_I4),
+    "int8": _int_bin(_I8),
+    "oid": _oid_bin,
+    "xid": _oid_bin,
+    "float4": _float_bin("!f"),
+    "float8": _float_bin("!d"),
+    "numeric": _numeric_bin,
+    "text": _text_bin,
+    "varchar": _text_bin,
+    "bpchar": _text_bin,
+    "name": _text_bin,
+    "char": _char_bin,
+    "bytea": _bytea_bin,
+    "json": _json_bin,
+    "jsonb": _jsonb_bin,
+    "date": _date_bin,
+    "timestamp": _timestamp_bin,
+    "timestamptz": _timestamp_bin,
+    "time": _time_bin,
+    "uuid": _uuid_bin,
+}
+
+
+def _array_binary(element: ColumnType, values: list[Any]) -> bytes:
+    """array_send for a one-dimensional array: ndim, has-nulls, element OID, (dim, lbound),
+    then each element as Int32 length (-1 NULL) + bytes."""
+    out = [struct.pack("!iiIii", 1, int(any(v is None for v in values)), element.oid, len(values), 1)]
+    for v in values:
+        if v is None:
+            out.append(_I4.pack(-1))
+        else:
+            b = element.binary(v)
+            if b is None:
+                raise TypeValueError(f"no binary form for {element.name} elements")
+            out.append(_I4.pack(len(b)) + b)
+    if not values:
+        return struct.pack("!iiI", 0, 0, element.oid)
+    return b"".join(out)
