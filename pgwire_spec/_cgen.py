@@ -1,0 +1,805 @@
+"""C source of the optional pgoutput accelerator, generated from the construct grammar.
+
+:mod:`pgwire_spec._codegen` turns each layout of :mod:`pgwire_spec.pgoutput.grammar` into
+Python; this module walks the same layout objects, with the same node vocabulary, and
+writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
+source of every layout. The C file is committed, so that installing on a machine with a
+compiler builds it without running anything first, and ``tests/pgoutput/test_speedups.py``
+checks it is what the grammar generates today. After a grammar change::
+
+    python -m pgwire_spec._cgen          # rewrite pgwire_spec/_speedups.c
+    python -m pgwire_spec._cgen --check  # exit 1 if it is out of date
+    pip install -e . --no-deps           # rebuild the extension
+
+Each generated ``decode_<Name>(data, in_stream, abort_tail, binary_ok=True)`` keeps the
+contract of the Python fast path: it returns the message, an instance of the same frozen,
+slotted dataclass whose slots it fills through the member offsets that ``setup`` reads from
+the class, or it raises. On input it does not accept it raises the module's private
+``Invalid`` and never guesses an error: the caller then runs the Python tracing decoder
+(:func:`pgwire_spec._codegen.decode_traced`) for the precise :class:`DecodeError`, so error
+behaviour is the Python codec's by construction. Every read is bounds-checked, and an item
+count is checked against the bytes left (over the item's smallest size) before anything is
+allocated for it.
+
+Text ('t' values, Strings) is decoded as UTF-8 with ``surrogateescape``: what the Python
+codec returns once its strict fast path has handed non-UTF-8 text to the tracing path.
+
+The module also carries ``SOURCE_DIGEST``, a hash of the generated source; the codec uses
+the extension only when that digest is the one the grammar generates now, so a build left
+over from an older grammar is never used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import struct
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from construct import (
+    Array,
+    Const,
+    FocusedSeq,
+    FormatField,
+    IfThenElse,
+    Pass,
+    Rebuild,
+    Renamed,
+    Select,
+    Struct,
+    Switch,
+)
+
+from . import _primitives as P
+
+# `python -m pgwire_spec._cgen` imports the package, which imports this module (the codec
+# checks the extension against it), before running it as __main__: harmless here.
+warnings.filterwarnings(
+    "ignore", message="'pgwire_spec._cgen' found in sys.modules", category=RuntimeWarning
+)
+
+__all__ = ["generate_c", "pgoutput_source", "source_digest", "SOURCE_PATH", "main"]
+
+#: The committed output of this generator.
+SOURCE_PATH = Path(__file__).resolve().parent / "_speedups.c"
+
+# Big-endian FormatField codes: (C type of the value, read from `s`, PyObject from `{v}`).
+_INTS: dict[str, tuple[str, str, str]] = {
+    "B": ("uint64_t", "(uint64_t)s[0]", "PyLong_FromLong((long){v})"),
+    "b": ("int64_t", "(int64_t)(int8_t)s[0]", "PyLong_FromLong((long){v})"),
+    "H": ("uint64_t", "(uint64_t)rd_u16(s)", "PyLong_FromLong((long){v})"),
+    "h": ("int64_t", "(int64_t)(int16_t)rd_u16(s)", "PyLong_FromLong((long){v})"),
+    "I": ("uint64_t", "(uint64_t)rd_u32(s)", "PyLong_FromUnsignedLong((unsigned long){v})"),
+    "L": ("uint64_t", "(uint64_t)rd_u32(s)", "PyLong_FromUnsignedLong((unsigned long){v})"),
+    "i": ("int64_t", "(int64_t)(int32_t)rd_u32(s)", "PyLong_FromLong((long){v})"),
+    "l": ("int64_t", "(int64_t)(int32_t)rd_u32(s)", "PyLong_FromLong((long){v})"),
+    "Q": ("uint64_t", "rd_u64(s)", "PyLong_FromUnsignedLongLong((unsigned long long){v})"),
+    "q": ("int64_t", "(int64_t)rd_u64(s)", "PyLong_FromLongLong((long long){v})"),
+}
+
+#: Decoding context parameters (``this._params.X``), which are C arguments of the same name.
+_PARAMS = ("in_stream", "abort_tail")
+
+
+def _fmt(node: FormatField) -> str:
+    fmt: str = node.fmtstr
+    if fmt[0] != ">" or fmt[1:] not in _INTS:
+        raise TypeError(f"the C generator does not know the format {fmt!r}")
+    return fmt[1:]
+
+
+def _size(fmt: str) -> int:
+    return struct.calcsize(">" + fmt)
+
+
+def _ident(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise TypeError(f"not usable as a C identifier: {name!r}")
+    return name
+
+
+class _Out:
+    """Lines of C."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class _Scope:
+    """The C locals of one struct being decoded (a message, or one nested item)."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []  # dataclass fields, in order; local f_<name> each
+        self.ints: dict[str, str] = {}  # integer C locals (counts): name -> format
+
+
+class _CGen:
+    def __init__(self, nested: dict[int, str]) -> None:
+        self.nested = nested
+        self.classes: dict[str, list[str]] = {}  # class name -> the slots it fills, in order
+        self.helpers: list[str] = []  # decoders of nested structs, callees first
+        self.item_funcs: dict[int, str] = {}
+        self.tuple_data: str | None = None  # the TupleData reader, once used
+        self.counter = 0
+
+    # -- fields ----------------------------------------------------------------------------
+    def struct_body(self, st: Struct, out: _Out, scope: _Scope, top: bool) -> None:
+        """The reads of *st*'s fields from ``p``; a run of fixed-size fields is
+        bounds-checked once."""
+        subs = list(st.subcons)
+        i = 0
+        while i < len(subs):
+            run, j = 0, i
+            while j < len(subs) and (size := self.fixed_size(subs[j])) is not None:
+                run += size
+                j += 1
+            if j > i:
+                names = ", ".join(subs[k].name for k in range(i, j))
+                out(1, f"if (n - p < {run}) goto fail; /* {names} */")
+                for k in range(i, j):
+                    self.field(subs[k], out, scope, checked=True)
+                i = j
+            else:
+                self.field(subs[i], out, scope, checked=False)
+                i += 1
+
+    def fixed_size(self, node: Any) -> int | None:
+        """The size of a field that always takes the same number of bytes, else None."""
+        if not isinstance(node, Renamed):
+            raise TypeError(f"unnamed field in layout: {node!r}")
+        sub = node.subcon
+        if isinstance(sub, Rebuild):
+            sub = sub.subcon
+        if isinstance(sub, FormatField):
+            return _size(_fmt(sub))
+        if isinstance(sub, Const) and isinstance(sub.value, bytes):
+            return len(sub.value)
+        if sub is P.Char or sub is P.Bool8 or isinstance(sub, P.CharIn):
+            return 1
+        return None
+
+    def min_size(self, sub: Any) -> int:
+        """The fewest bytes a value of *sub* takes (to bound item counts)."""
+        if isinstance(sub, Renamed | Rebuild):
+            return self.min_size(sub.subcon)
+        if isinstance(sub, Struct):
+            return sum(self.min_size(s) for s in sub.subcons)
+        if isinstance(sub, FormatField):
+            return _size(_fmt(sub))
+        if isinstance(sub, Const) and isinstance(sub.value, bytes):
+            return len(sub.value)
+        if sub is P.Char or sub is P.Bool8 or isinstance(sub, P.CharIn) or sub is P.String:
+            return 1
+        if sub is P.Byten32:
+            return 4
+        if self.is_tuple_data(sub) or self.is_prefixed_array(sub):
+            return self.min_size(self.unwrap_tuple_data(sub).subcons[0])
+        return 0
+
+    def field(self, node: Renamed, out: _Out, scope: _Scope, checked: bool) -> None:
+        name, sub = _ident(node.name), node.subcon
+        out(1, f"/* {name} */")
+        if isinstance(sub, Const):
+            if not isinstance(sub.value, bytes):
+                raise TypeError(f"the C generator does not know integer constants: {node!r}")
+            self.const(sub.value, out, 1, checked)
+            return
+        if isinstance(sub, Rebuild):
+            # a count the encoder recomputes: a C integer, not a dataclass field
+            if not isinstance(sub.subcon, FormatField):
+                raise TypeError(f"Rebuild of a non-integer: {node!r}")
+            self.int_local(sub.subcon, name, out, 1, scope, checked)
+            return
+        local = f"f_{name}"
+        if isinstance(sub, IfThenElse):
+            if sub.elsesubcon is not Pass:
+                raise TypeError(f"If with an else branch: {node!r}")
+            out(1, f"if ({self.cond(sub.condfunc, scope)}) {{")
+            self.value(sub.thensubcon, local, out, 2, scope, False, name)
+            out(1, "} else {")
+            out(2, f"{local} = Py_None;")
+            out(2, "Py_INCREF(Py_None);")
+            out(1, "}")
+        else:
+            self.value(sub, local, out, 1, scope, checked, name)
+        scope.fields.append(name)
+
+    def const(self, value: bytes, out: _Out, ind: int, checked: bool) -> None:
+        n = len(value)
+        if not checked:
+            out(ind, f"if (n - p < {n}) goto fail;")
+        if n == 1:
+            out(ind, f"if (d[p] != {value[0]}) goto fail;")
+        else:
+            lit = "".join(f"\\x{b:02x}" for b in value)
+            out(ind, f'if (memcmp(d + p, "{lit}", {n}) != 0) goto fail;')
+        out(ind, f"p += {n};")
+
+    def int_local(self, ff: FormatField, name: str, out: _Out, ind: int, scope: _Scope,
+                  checked: bool) -> None:
+        fmt = _fmt(ff)
+        if not checked:
+            out(ind, f"if (n - p < {_size(fmt)}) goto fail;")
+        out(ind, f"{{ const unsigned char *s = d + p; c_{name} = {_INTS[fmt][1]}; }}")
+        out(ind, f"p += {_size(fmt)};")
+        scope.ints[name] = fmt
+
+    def value(self, sub: Any, dst: str, out: _Out, ind: int, scope: _Scope, checked: bool,
+              name: str) -> None:
+        """Read one value of *sub* into the new reference *dst*."""
+        e = out
+        if isinstance(sub, FormatField):
+            fmt = _fmt(sub)
+            _, reader, maker = _INTS[fmt]
+            if not checked:
+                e(ind, f"if (n - p < {_size(fmt)}) goto fail;")
+            e(ind, f"{{ const unsigned char *s = d + p; {dst} = {maker.format(v=reader)}; }}")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+            e(ind, f"p += {_size(fmt)};")
+        elif sub is P.String:
+            e(ind, "{")
+            e(ind + 1, "const unsigned char *z = memchr(d + p, 0, (size_t)(n - p));")
+            e(ind + 1, "if (z == NULL) goto fail;")
+            e(ind + 1, f"{dst} = PyUnicode_DecodeUTF8((const char *)d + p, z - (d + p), \"surrogateescape\");")
+            e(ind + 1, f"if ({dst} == NULL) goto fail;")
+            e(ind + 1, "p = (z - d) + 1;")
+            e(ind, "}")
+        elif sub is P.Char or isinstance(sub, P.CharIn):
+            if not checked:
+                e(ind, "if (n - p < 1) goto fail;")
+            if isinstance(sub, P.CharIn):
+                e(ind, f"if (!({self.char_test(sub.valids)})) goto fail;")
+            e(ind, f"{dst} = PyUnicode_FromOrdinal(d[p]);")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+            e(ind, "p += 1;")
+        elif isinstance(sub, Select) and self.is_optional_char(sub):
+            # Optional(CharIn(...)): the byte is taken only when it is one of the choices
+            e(ind, f"if (p < n && ({self.char_test(sub.subcons[0].valids)})) {{")
+            e(ind + 1, f"{dst} = PyUnicode_FromOrdinal(d[p]);")
+            e(ind + 1, f"if ({dst} == NULL) goto fail;")
+            e(ind + 1, "p += 1;")
+            e(ind, "} else {")
+            e(ind + 1, f"{dst} = Py_None;")
+            e(ind + 1, "Py_INCREF(Py_None);")
+            e(ind, "}")
+        elif sub is P.Bool8:
+            if not checked:
+                e(ind, "if (n - p < 1) goto fail;")
+            e(ind, "if (d[p] > 1) goto fail;")
+            e(ind, f"{dst} = PyBool_FromLong(d[p]);")
+            e(ind, "p += 1;")
+        elif sub is P.Byten32:
+            e(ind, f"{dst} = read_byten32(d, n, &p);")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+        elif sub is P.RestBytes:
+            e(ind, f"{dst} = PyBytes_FromStringAndSize((const char *)d + p, n - p);")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+            e(ind, "p = n;")
+        elif self.is_tuple_data(sub):
+            fn = self.tuple_data_func(sub)
+            e(ind, f"{dst} = {fn}(d, n, &p, binary_ok);")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+        elif self.is_prefixed_array(sub):
+            # PrefixedArray: FocusedSeq(count / Rebuild(int), items / Array(this.count))
+            count, items = sub.subcons
+            if repr(items.subcon.count) != f"this['{count.name}']":
+                raise TypeError(f"PrefixedArray count not understood: {items.subcon.count!r}")
+            local = f"{name}__{_ident(count.name)}"
+            self.int_local(count.subcon.subcon, local, out, ind, scope, checked=False)
+            self.array(items.subcon, local, dst, out, ind, scope)
+        elif isinstance(sub, Array):
+            m = re.fullmatch(r"this\['(\w+)'\]", repr(sub.count)) if callable(sub.count) else None
+            if m is None or m.group(1) not in scope.ints:
+                raise TypeError(f"array count not understood: {sub.count!r}")
+            self.array(sub, m.group(1), dst, out, ind, scope)
+        else:
+            raise TypeError(f"the C generator does not know {sub!r}")
+
+    def array(self, arr: Array, count: str, dst: str, out: _Out, ind: int, scope: _Scope) -> None:
+        """*arr*'s items, as many as the C integer ``c_<count>``, into the tuple *dst*."""
+        e = out
+        item = arr.subcon
+        self.counter += 1
+        k = self.counter
+        minsize = self.min_size(item)
+        if minsize < 1:
+            raise TypeError(f"cannot bound the count of items that may take no bytes: {item!r}")
+        e(ind, "{")
+        e(ind + 1, f"Py_ssize_t cnt{k}, i{k};")
+        if _INTS[scope.ints[count]][0] == "int64_t":
+            # the Python fast path loops over range(count): a negative count is no item
+            e(ind + 1, f"if (c_{count} < 0) c_{count} = 0;")
+        # every item takes at least `minsize` bytes: a larger count is invalid before allocating
+        e(ind + 1, f"if ((uint64_t)c_{count} > (uint64_t)((n - p) / {minsize})) goto fail;")
+        e(ind + 1, f"cnt{k} = (Py_ssize_t)c_{count};")
+        e(ind + 1, f"{dst} = PyTuple_New(cnt{k});")
+        e(ind + 1, f"if ({dst} == NULL) goto fail;")
+        e(ind + 1, f"for (i{k} = 0; i{k} < cnt{k}; i{k}++) {{")
+        e(ind + 2, "PyObject *v;")
+        if isinstance(item, Struct):
+            e(ind + 2, f"v = {self.item_func(item)}(d, n, &p, in_stream, abort_tail, binary_ok);")
+            e(ind + 2, "if (v == NULL) goto fail;")
+        elif isinstance(item, FormatField):
+            # fixed size: within the bytes the count check above has seen
+            fmt = _fmt(item)
+            _, reader, maker = _INTS[fmt]
+            e(ind + 2, f"{{ const unsigned char *s = d + p; v = {maker.format(v=reader)}; }}")
+            e(ind + 2, "if (v == NULL) goto fail;")
+            e(ind + 2, f"p += {_size(fmt)};")
+        else:
+            raise TypeError(f"the C generator does not know arrays of {item!r}")
+        e(ind + 2, f"PyTuple_SET_ITEM({dst}, i{k}, v);")
+        e(ind + 1, "}")
+        e(ind, "}")
+
+    def cond(self, expr: Any, scope: _Scope) -> str:
+        """A construct ``this`` condition as C over the decoder's arguments and locals."""
+        text = repr(expr)
+        m = re.fullmatch(r"this\['_params'\]\['(\w+)'\]", text)
+        if m and m.group(1) in _PARAMS:
+            return m.group(1)
+        m = re.fullmatch(r"\(this\['(\w+)'\] (!=|==) None\)", text)
+        if m and m.group(1) in scope.fields:
+            return f"f_{m.group(1)} {m.group(2)} Py_None"
+        raise TypeError(f"the C generator does not know the condition {text}")
+
+    @staticmethod
+    def char_test(valids: str) -> str:
+        if not valids or any(not c.isascii() or not c.isprintable() for c in valids):
+            raise TypeError(f"CharIn choices must be printable ASCII: {valids!r}")
+        return " || ".join(f"d[p] == {ord(c)} /* {c} */" for c in valids)
+
+    @staticmethod
+    def is_prefixed_array(sub: Any) -> bool:
+        return (
+            isinstance(sub, FocusedSeq)
+            and len(sub.subcons) == 2
+            and isinstance(sub.subcons[0].subcon, Rebuild)
+            and isinstance(sub.subcons[0].subcon.subcon, FormatField)
+            and isinstance(sub.subcons[1].subcon, Array)
+        )
+
+    @staticmethod
+    def is_tuple_data(sub: Any) -> bool:
+        from .pgoutput.grammar import TupleData
+
+        return sub is TupleData
+
+    @staticmethod
+    def unwrap_tuple_data(sub: Any) -> Any:
+        """The PrefixedArray of a TupleData (or a PrefixedArray itself)."""
+        return sub.subcon if not isinstance(sub, FocusedSeq) else sub
+
+    @staticmethod
+    def is_optional_char(sub: Select) -> bool:
+        return len(sub.subcons) == 2 and isinstance(sub.subcons[0], P.CharIn) and sub.subcons[1] is Pass
+
+    # -- functions -------------------------------------------------------------------------
+    def item_func(self, st: Struct) -> str:
+        """The C function that decodes one nested struct into its dataclass."""
+        if id(st) not in self.item_funcs:
+            if id(st) not in self.nested:
+                raise TypeError(f"nested struct without a dataclass: {st!r}")
+            cls = _ident(self.nested[id(st)])
+            self.item_funcs[id(st)] = f"item_{cls}"
+            self.helpers.append(self.function(f"item_{cls}", cls, st, top=False))
+        return self.item_funcs[id(st)]
+
+    def function(self, fn: str, cls: str, st: Struct, top: bool) -> str:
+        """A C function decoding *st* into an instance of the dataclass *cls*."""
+        body = _Out()
+        scope = _Scope()
+        if top and not (isinstance(st.subcons[0].subcon, Const) and st.subcons[0].name == "tag"):
+            raise TypeError(f"{cls}: a message layout starts with its tag")
+        self.struct_body(st, body, scope, top)
+        if self.classes.setdefault(cls, scope.fields) != scope.fields:
+            raise TypeError(f"{cls} decoded with two different field lists")
+        out = _Out()
+        out(0, "static PyObject *")
+        if top:
+            out(0, f"{fn}(const unsigned char *d, Py_ssize_t n, int in_stream, int abort_tail, int binary_ok)")
+        else:
+            out(0, f"{fn}(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pp, int in_stream,")
+            out(0, "    int abort_tail, int binary_ok)")
+        out(0, "{")
+        out(1, "Py_ssize_t p = 0;" if top else "Py_ssize_t p = *pp;")
+        for f in scope.fields:
+            out(1, f"PyObject *f_{f} = NULL;")
+        for name, fmt in scope.ints.items():
+            out(1, f"{_INTS[fmt][0]} c_{name} = 0;")
+        out(1, "PyObject *m;")
+        out(1, "(void)in_stream; (void)abort_tail; (void)binary_ok;")
+        out.lines.extend(body.lines)
+        if top:
+            out(1, "/* end of message */")
+            out(1, "if (p != n) goto fail;")
+        out(1, f"m = new_instance(T_{cls});")
+        out(1, "if (m == NULL) goto fail;")
+        for k, f in enumerate(scope.fields):
+            out(1, f"SLOT(m, O_{cls}[{k}]) = f_{f};")
+        if not top:
+            out(1, "*pp = p;")
+        out(1, "return m;")
+        out(0, "fail:")
+        for f in scope.fields:
+            out(1, f"Py_XDECREF(f_{f});")
+        out(1, "return NULL;")
+        out(0, "}")
+        return out.text()
+
+    def tuple_data_func(self, sub: Any) -> str:
+        """The reader of TupleData, from its layout: a PrefixedArray of (kind, value) where
+        the kind letter selects the value; the letters and their values must be the ones
+        the Python codec knows ('n' None, 'u' UNCHANGED, 't' text, 'b' bytes if allowed)."""
+        if self.tuple_data is not None:
+            return self.tuple_data
+        seq = self.unwrap_tuple_data(sub)
+        if not self.is_prefixed_array(seq):
+            raise TypeError(f"TupleData not understood: {sub!r}")
+        count_fmt = _fmt(seq.subcons[0].subcon.subcon)
+        column = seq.subcons[1].subcon.subcon
+        kind, value = column.subcons
+        sw = value.subcon
+        if not (kind.subcon is P.Char and isinstance(sw, Switch) and set(sw.cases) == set("nutb")
+                and sw.cases["n"] is Pass and sw.cases["u"] is Pass and sw.cases["b"] is P.Byten32
+                and getattr(sw.cases["t"], "subcon", None) is P.Byten32):
+            raise TypeError(f"TupleColumn not understood: {column!r}")
+        ctype, reader, _ = _INTS[count_fmt]
+        minsize = self.min_size(column)
+        out = _Out()
+        out(0, "/* TupleData: a count, then per column Byte1 kind n (NULL), u (unchanged TOASTed")
+        out(0, "   value), t (text) or b (binary, only when binary_ok), t and b with Int32 length")
+        out(0, "   and the bytes. */")
+        out(0, "static PyObject *")
+        out(0, "read_tuple_data(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pp, int binary_ok)")
+        out(0, "{")
+        out(1, "Py_ssize_t p = *pp, cnt, i;")
+        out(1, f"{ctype} count;")
+        out(1, "PyObject *t, *v;")
+        out(1, f"if (n - p < {_size(count_fmt)}) return NULL;")
+        out(1, f"{{ const unsigned char *s = d + p; count = {reader}; }}")
+        out(1, f"p += {_size(count_fmt)};")
+        if ctype == "int64_t":
+            out(1, "if (count < 0) count = 0;")
+        out(1, "/* every column takes at least one byte: a larger count is invalid before allocating */")
+        out(1, f"if ((uint64_t)count > (uint64_t)((n - p) / {minsize})) return NULL;")
+        out(1, "cnt = (Py_ssize_t)count;")
+        out(1, "t = PyTuple_New(cnt);")
+        out(1, "if (t == NULL) return NULL;")
+        out(1, "for (i = 0; i < cnt; i++) {")
+        out(2, "if (p >= n) goto fail;")
+        out(2, "switch (d[p++]) {")
+        out(2, f"case {ord('t')}: /* t */")
+        out(3, "v = read_text32(d, n, &p);")
+        out(3, "if (v == NULL) goto fail;")
+        out(3, "break;")
+        out(2, f"case {ord('n')}: /* n */")
+        out(3, "v = Py_None;")
+        out(3, "Py_INCREF(v);")
+        out(3, "break;")
+        out(2, f"case {ord('b')}: /* b */")
+        out(3, "if (!binary_ok) goto fail;")
+        out(3, "v = read_byten32(d, n, &p);")
+        out(3, "if (v == NULL) goto fail;")
+        out(3, "break;")
+        out(2, f"case {ord('u')}: /* u */")
+        out(3, "v = UNCHANGED;")
+        out(3, "Py_INCREF(v);")
+        out(3, "break;")
+        out(2, "default:")
+        out(3, "goto fail;")
+        out(2, "}")
+        out(2, "PyTuple_SET_ITEM(t, i, v);")
+        out(1, "}")
+        out(1, "*pp = p;")
+        out(1, "return t;")
+        out(0, "fail:")
+        out(1, "Py_DECREF(t);")
+        out(1, "return NULL;")
+        out(0, "}")
+        self.helpers.append(out.text())
+        self.tuple_data = "read_tuple_data"
+        return self.tuple_data
+
+
+# =========================================================================================
+# The module
+# =========================================================================================
+
+_PRELUDE = r"""#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#endif
+#include <stdint.h>
+#include <string.h>
+
+#ifndef Py_T_OBJECT_EX
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
+#ifndef Py_READONLY
+#define Py_READONLY READONLY
+#endif
+
+/* Raised for any input a decoder does not accept; never seen by users: the caller runs
+   the Python tracing decoder, which says precisely what is wrong. */
+static PyObject *Invalid = NULL;
+static PyObject *UNCHANGED = NULL;
+static int ready = 0;
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static inline uint32_t rd_u16(const unsigned char *s) { return ((uint32_t)s[0] << 8) | s[1]; }
+static inline uint32_t rd_u32(const unsigned char *s)
+{
+    return ((uint32_t)s[0] << 24) | ((uint32_t)s[1] << 16) | ((uint32_t)s[2] << 8) | s[3];
+}
+static inline uint64_t rd_u64(const unsigned char *s)
+{
+    return ((uint64_t)rd_u32(s) << 32) | rd_u32(s + 4);
+}
+
+/* An instance of a frozen slotted dataclass, its slots still empty: the decoders fill
+   them directly (no __init__, no __setattr__). */
+static inline PyObject *
+new_instance(PyTypeObject *type)
+{
+    return type->tp_alloc(type, 0);
+}
+
+/* Int32 length, then that many bytes. */
+static PyObject *
+read_byten32(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pp)
+{
+    Py_ssize_t p = *pp;
+    int32_t ln;
+    PyObject *v;
+    if (n - p < 4) return NULL;
+    ln = (int32_t)rd_u32(d + p);
+    p += 4;
+    if (ln < 0 || ln > n - p) return NULL;
+    v = PyBytes_FromStringAndSize((const char *)d + p, ln);
+    if (v != NULL) *pp = p + ln;
+    return v;
+}
+
+/* Int32 length, then that many bytes of text (UTF-8, other bytes kept as surrogates). */
+static PyObject *
+read_text32(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pp)
+{
+    Py_ssize_t p = *pp;
+    int32_t ln;
+    PyObject *v;
+    if (n - p < 4) return NULL;
+    ln = (int32_t)rd_u32(d + p);
+    p += 4;
+    if (ln < 0 || ln > n - p) return NULL;
+    v = PyUnicode_DecodeUTF8((const char *)d + p, ln, "surrogateescape");
+    if (v != NULL) *pp = p + ln;
+    return v;
+}
+
+typedef PyObject *(*decoder_fn)(const unsigned char *, Py_ssize_t, int, int, int);
+
+static int
+truth(PyObject *o)
+{
+    if (o == Py_True) return 1;
+    if (o == Py_False) return 0;
+    return PyObject_IsTrue(o);
+}
+
+/* decode_<Name>(data, in_stream, abort_tail, binary_ok=True) */
+static PyObject *
+run(decoder_fn fn, PyObject *const *args, Py_ssize_t nargs)
+{
+    int in_stream, abort_tail, binary_ok = 1;
+    PyObject *result;
+    Py_buffer view;
+    if (!ready) {
+        PyErr_SetString(PyExc_RuntimeError, "pgwire_spec._speedups.setup() was not called");
+        return NULL;
+    }
+    if (nargs < 3 || nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "expected (data, in_stream, abort_tail[, binary_ok])");
+        return NULL;
+    }
+    if ((in_stream = truth(args[1])) < 0) return NULL;
+    if ((abort_tail = truth(args[2])) < 0) return NULL;
+    if (nargs == 4 && (binary_ok = truth(args[3])) < 0) return NULL;
+    if (PyBytes_CheckExact(args[0])) {
+        result = fn((const unsigned char *)PyBytes_AS_STRING(args[0]), PyBytes_GET_SIZE(args[0]),
+                    in_stream, abort_tail, binary_ok);
+    } else {
+        if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+        result = fn((const unsigned char *)view.buf, view.len, in_stream, abort_tail, binary_ok);
+        PyBuffer_Release(&view);
+    }
+    if (result == NULL && !PyErr_Occurred()) PyErr_SetNone(Invalid);
+    return result;
+}
+
+/* The slot offsets of a class: each field must be a writable object slot of the class
+   itself, and the class must have no other slots (so every slot gets filled). */
+static int
+bind_class(PyObject *classes, const char *name, const char *const *fields, Py_ssize_t nfields,
+           PyTypeObject **type_out, Py_ssize_t *offsets)
+{
+    PyObject *cls = PyDict_GetItemString(classes, name);  /* borrowed */
+    PyObject *slots;
+    Py_ssize_t i;
+    if (cls == NULL || !PyType_Check(cls)) {
+        PyErr_Format(PyExc_TypeError, "setup: no class %s", name);
+        return -1;
+    }
+    slots = PyObject_GetAttrString(cls, "__slots__");
+    if (slots == NULL) PyErr_Clear();
+    if (slots == NULL || !PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) != nfields) {
+        Py_XDECREF(slots);
+        PyErr_Format(PyExc_TypeError, "setup: %s.__slots__ is not the %zd fields of its layout",
+                     name, nfields);
+        return -1;
+    }
+    Py_DECREF(slots);
+    for (i = 0; i < nfields; i++) {
+        PyObject *descr = PyObject_GetAttrString(cls, fields[i]);
+        PyMemberDef *member;
+        if (descr == NULL) return -1;
+        if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            || ((PyDescrObject *)descr)->d_type != (PyTypeObject *)cls) {
+            Py_DECREF(descr);
+            PyErr_Format(PyExc_TypeError, "setup: %s.%s is not a slot of the class", name, fields[i]);
+            return -1;
+        }
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != Py_T_OBJECT_EX || (member->flags & Py_READONLY)) {
+            Py_DECREF(descr);
+            PyErr_Format(PyExc_TypeError, "setup: %s.%s is not an object slot", name, fields[i]);
+            return -1;
+        }
+        offsets[i] = member->offset;
+        Py_DECREF(descr);
+    }
+    *type_out = (PyTypeObject *)cls;  /* borrowed: setup keeps a reference once all bind */
+    return 0;
+}
+"""
+
+
+def generate_c(layouts: dict[str, Struct], nested: dict[int, str], origin: str) -> str:
+    """The C source of the decoders of *layouts* (message name -> layout); *nested* names
+    the dataclass of each nested struct layout (by ``id``). *origin* is named in the
+    header."""
+    gen = _CGen(nested)
+    functions = [gen.function(f"dec_{_ident(name)}", name, lay, top=True) for name, lay in layouts.items()]
+    out = _Out()
+    out(0, "/* The dataclasses the decoders fill, and the slots of each in the order read. */")
+    for cls, fields in gen.classes.items():
+        names = ", ".join(f'"{f}"' for f in fields)
+        out(0, f"static PyTypeObject *T_{cls} = NULL;")
+        out(0, f"static const char *const F_{cls}[] = {{{names}{', ' if fields else ''}NULL}};")
+        out(0, f"static Py_ssize_t O_{cls}[{max(len(fields), 1)}];")
+    classes = out.text()
+
+    out = _Out()
+    for name in layouts:
+        out(0, "static PyObject *")
+        out(0, f"py_decode_{name}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)")
+        out(0, "{")
+        out(1, f"return run(dec_{name}, args, nargs);")
+        out(0, "}")
+        out(0, "")
+    out(0, "/* setup(classes, unchanged): bind the dataclasses (name -> class) and UNCHANGED. */")
+    out(0, "static PyObject *")
+    out(0, "setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)")
+    out(0, "{")
+    out(1, "if (nargs != 2 || !PyDict_Check(args[0])) {")
+    out(2, 'PyErr_SetString(PyExc_TypeError, "setup(classes: dict, unchanged)");')
+    out(2, "return NULL;")
+    out(1, "}")
+    out(1, "/* check every class first: a failed setup changes nothing */")
+    for cls, fields in gen.classes.items():
+        out(1, f"PyTypeObject *t_{cls};")
+        out(1, f"Py_ssize_t o_{cls}[{max(len(fields), 1)}];")
+    for cls, fields in gen.classes.items():
+        out(1, f'if (bind_class(args[0], "{cls}", F_{cls}, {len(fields)}, &t_{cls}, o_{cls}) < 0) return NULL;')
+    for cls in gen.classes:
+        out(1, f"Py_INCREF(t_{cls});")
+        out(1, f"Py_XSETREF(T_{cls}, t_{cls});")
+        out(1, f"memcpy(O_{cls}, o_{cls}, sizeof(O_{cls}));")
+    out(1, "Py_INCREF(args[1]);")
+    out(1, "Py_XSETREF(UNCHANGED, args[1]);")
+    out(1, "ready = 1;")
+    out(1, "Py_RETURN_NONE;")
+    out(0, "}")
+    out(0, "")
+    out(0, "static PyMethodDef methods[] = {")
+    out(1, '{"setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL, "bind the message classes"},')
+    for name in layouts:
+        out(1, f'{{"decode_{name}", (PyCFunction)(void (*)(void))py_decode_{name}, METH_FASTCALL,')
+        out(1, f' "decode_{name}(data, in_stream, abort_tail, binary_ok=True)"}},')
+    out(1, "{NULL, NULL, 0, NULL}")
+    out(0, "};")
+    out(0, "")
+    out(0, "static struct PyModuleDef module = {")
+    out(1, 'PyModuleDef_HEAD_INIT, "pgwire_spec._speedups",')
+    out(1, '"Generated C decoders of the pgoutput messages (see pgwire_spec/_cgen.py).", -1, methods,')
+    out(1, "NULL, NULL, NULL, NULL,")
+    out(0, "};")
+    out(0, "")
+    out(0, "PyMODINIT_FUNC")
+    out(0, "PyInit__speedups(void)")
+    out(0, "{")
+    out(1, "PyObject *mod = PyModule_Create(&module);")
+    out(1, "if (mod == NULL) return NULL;")
+    out(1, 'Invalid = PyErr_NewException("pgwire_spec._speedups.Invalid", PyExc_ValueError, NULL);')
+    out(1, 'if (Invalid == NULL || PyModule_AddObjectRef(mod, "Invalid", Invalid) < 0')
+    out(1, '    || PyModule_AddStringConstant(mod, "SOURCE_DIGEST", SOURCE_DIGEST) < 0) {')
+    out(2, "Py_DECREF(mod);")
+    out(2, "return NULL;")
+    out(1, "}")
+    out(1, "return mod;")
+    out(0, "}")
+    tail = out.text()
+
+    body = "\n\n".join([_PRELUDE.rstrip("\n"), classes, *gen.helpers, *functions, tail]) + "\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    header = (
+        f"/* GENERATED by pgwire_spec/_cgen.py from {origin}: do not edit.\n"
+        " * Regenerate with `python -m pgwire_spec._cgen` (check with --check), then rebuild\n"
+        " * the extension with `pip install -e . --no-deps`.\n"
+        f" * SOURCE_DIGEST (sha256 of everything after this comment): {digest}\n"
+        " */\n"
+        f'#define SOURCE_DIGEST "{digest}"\n'
+    )
+    return header + body
+
+
+def pgoutput_source() -> str:
+    """The C source generated from the pgoutput grammar today."""
+    from .pgoutput import grammar, messages
+
+    missing = set(grammar.LAYOUTS) - set(messages.MESSAGE_TYPES)
+    if missing:
+        raise TypeError(f"layouts without a message class: {sorted(missing)}")
+    nested = {id(grammar.NESTED[name]): name for name in grammar.NESTED}
+    return generate_c(grammar.LAYOUTS, nested, "pgwire_spec/pgoutput/grammar.py")
+
+
+def source_digest(source: str) -> str:
+    """The SOURCE_DIGEST recorded in a generated source."""
+    m = re.search(r'#define SOURCE_DIGEST "([0-9a-f]+)"', source)
+    if m is None:
+        raise ValueError("not a generated source")
+    return m.group(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pgwire_spec._cgen", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed source is out of date")
+    args = ap.parse_args(argv)
+    source = pgoutput_source()
+    current = SOURCE_PATH.read_text() if SOURCE_PATH.exists() else ""
+    if args.check:
+        if current != source:
+            print(f"{SOURCE_PATH} is out of date: run python -m pgwire_spec._cgen", file=sys.stderr)
+            return 1
+        return 0
+    if current != source:
+        SOURCE_PATH.write_text(source)
+        print(f"wrote {SOURCE_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
