@@ -41,7 +41,15 @@ from tests._servers import pg_server  # noqa: F401  (the session-scoped server f
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((ROOT / "spec" / "commands.yaml").read_text(encoding="utf-8"))
-TRANSCRIPTS = Path(os.environ.get("PGWIRE_SPEC_TRANSCRIPTS", "/work/shared/reference/transcripts"))
+def _transcripts() -> Path:
+    """The recorded conversations: $PGWIRE_SPEC_TRANSCRIPTS, else shared/ beside the clone."""
+    if "PGWIRE_SPEC_TRANSCRIPTS" in os.environ:
+        return Path(os.environ["PGWIRE_SPEC_TRANSCRIPTS"])
+    beside = Path(__file__).resolve().parents[3] / "shared" / "reference" / "transcripts"
+    return beside if beside.is_dir() else Path("/work/shared/reference/transcripts")
+
+
+TRANSCRIPTS = _transcripts()
 MAJORS = list(SERVER_MAJORS)
 
 
