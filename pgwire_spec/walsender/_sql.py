@@ -65,7 +65,9 @@ Answer = Result | Command | CopyOut | Empty
 def squash(sql: str) -> str:
     """Whitespace runs to one space, none next to parentheses and commas; no trailing ';'."""
     text = re.sub(r"\s+", " ", sql).strip()
-    text = re.sub(r"\s*([(),])\s*", r"\1", text)
+    text = re.sub(r"\s*\(\s*", "(", text)
+    text = re.sub(r"\s+\)", ")", text)
+    text = re.sub(r"\s*,\s*", ",", text)
     text = re.sub(r"\s*(=|!=|<>)\s*", r" \1 ", text)
     return text.rstrip("; ").strip()
 

@@ -541,7 +541,13 @@ class Connection:
                 if self.tx == "E" and not re.match(r"\s*(rollback|abort|commit|end)\b", stmt, re.IGNORECASE):
                     raise ServerError("25P02", "current transaction is aborted, commands ignored until end "
                                                "of transaction block")
-                started = self._statement(stmt, now)
+                try:
+                    started = self._statement(stmt, now)
+                except (ServerError, RecursionError):
+                    raise
+                except Exception as exc:  # a bug of ours must not take the connection down
+                    raise ServerError("XX000", f"internal error of the fake walsender: "
+                                               f"{type(exc).__name__}: {exc}") from None
             except ServerError as err:
                 self.send_error(err)
                 if self.tx == "T":

@@ -77,7 +77,7 @@ class FakeWalsender:
         """A libpq connection string (no ``replication=``: clients add it themselves)."""
         dsn = f"host={self.host} port={self.port} dbname={self.scenario.server.database} user={self.user}"
         if self.password is not None:
-            dsn += " password=" + "'" + self.password.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            dsn += " password=" + _conninfo_value(self.password)
         return dsn
 
     @property
@@ -214,6 +214,13 @@ class FakeWalsender:
                     return
         finally:
             pumper.cancel()
+
+
+def _conninfo_value(value: str) -> str:
+    """A libpq conninfo value: bare when it can be, else single-quoted with escapes."""
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
