@@ -73,6 +73,8 @@ class Table:
         return Table(rel, self.types + (t,), self.user_types)
 
 
+_BUILTIN_INDEX = st.integers(0, len(BUILTIN_TYPES) - 1)
+_USER_TYPES = user_types(type_oids)
 _COLUMN_NAMES = st.one_of(st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8), names)
 
 
@@ -91,18 +93,18 @@ def tables(
     FULL flags every column (erratum E-FULL-KEY-FLAGS); NOTHING flags none.
     """
     oid = relation_id if relation_id is not None else draw(relation_oids)
-    ident = identity or draw(st.sampled_from("dfin"))
+    ident = identity or "dfin"[draw(st.integers(0, 3))]
     ncols = draw(st.integers(1 if ident in "di" else 0, max_columns))
     cols = draw(st.lists(_COLUMN_NAMES, min_size=ncols, max_size=ncols, unique=True))
     types: list[PgType] = []
     users: dict[int, UserType] = {}
     for _ in range(ncols):
         if draw(st.integers(0, 7)) == 0:
-            ut = draw(user_types(user_type_oids))
+            ut = draw(_USER_TYPES if user_type_oids is type_oids else user_types(user_type_oids))
             ut = users.setdefault(ut.oid, ut)
             types.append(ut.pgtype)
         else:
-            types.append(draw(st.sampled_from(BUILTIN_TYPES)))
+            types.append(BUILTIN_TYPES[draw(_BUILTIN_INDEX)])
     key: set[int] = set()
     if ident in "di":
         keyable = [i for i, t in enumerate(types) if t.keyable]
@@ -148,7 +150,7 @@ def _value(draw: st.DrawFn, t: PgType, binary: bool, *, null: bool, unchanged: b
     k = draw(st.integers(0, 7))
     if k == 6 and null:
         return None
-    if k == 7 and unchanged and t.toastable:
+    if k in (5, 7) and unchanged and t.toastable:
         return m.UNCHANGED
     return _render(t, draw(t.values), binary)
 

@@ -23,8 +23,9 @@ simplification: a real server's Begin may name an LSN below the previous Commit'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -44,7 +45,9 @@ from ._messages import (
 )
 from ._types import BUILTIN_TYPES
 
-__all__ = ["Stream", "streams", "Builder", "Entry"]
+__all__ = ["Stream", "streams", "Builder", "Entry", "choose"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,12 @@ class _Prepared:
     time: int
 
 
+def choose(draw: st.DrawFn, options: Sequence[T]) -> T:
+    """One of *options* (cheaper than a new ``sampled_from`` per draw; shrinks to the first)."""
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
+_BUILTINS = st.sampled_from(BUILTIN_TYPES)
 _LSN_STEP = 0x38
 _XACT_STEP = 0x40
 
@@ -163,7 +172,7 @@ class Builder:
         oid = d(relation_oids)
         while oid in self.tables or oid >> 24 == 0x4E:
             oid = (oid + 1) & 0xFFFFFFFF or 16384
-        ident = None if identities == "dfin" else d(st.sampled_from(identities))
+        ident = None if identities == "dfin" else choose(d, identities)
         table = d(tables(oid, identity=ident))
         self.tables[oid] = table
         return table
@@ -203,7 +212,7 @@ class Builder:
         kinds = ["insert", "update", "delete", "truncate", "relation"]
         if self.ctx.messages:
             kinds.append("message")
-        kind = kind or d(st.sampled_from(kinds))
+        kind = kind or choose(d, kinds)
         inside = sx is not None
         lsn = self.lsn
         if kind == "message":
@@ -216,7 +225,7 @@ class Builder:
                 # ALTER TABLE … ADD COLUMN: the next change sends the new Relation.
                 cols = {c.name for c in table.relation.columns}
                 name = d(names.filter(lambda n: n not in cols))
-                table = table.with_column(name, d(st.sampled_from(BUILTIN_TYPES)))
+                table = table.with_column(name, d(_BUILTINS))
                 self.tables[table.oid] = table
             # A cache invalidation (e.g. ANALYZE) re-sends the Relation, identical.
             self.ensure_schema(table, sx, xid, force=True)
@@ -304,7 +313,7 @@ class Builder:
     def stream_subabort(self, sx: _Streamed) -> None:
         """ROLLBACK TO SAVEPOINT in a streamed transaction: Stream Abort (xid, subxid)."""
         d = self.draw
-        sub = d(st.sampled_from(sorted(sx.changed)))
+        sub = choose(d, sorted(sx.changed))
         sx.changed.discard(sub)
         if sub in sx.subxids:
             sx.subxids.remove(sub)
@@ -320,7 +329,7 @@ class Builder:
         """Stream Commit, Stream Abort of the whole transaction, or Stream Prepare."""
         d = self.draw
         ways = ["commit", "abort"] + (["prepare"] if self.ctx.two_phase else [])
-        how = how or d(st.sampled_from(ways))
+        how = how or choose(d, ways)
         del self.streams[sx.xid]
         if how == "abort":
             self.emit(self._abort(sx.xid, sx.xid), self.lsn)
@@ -359,7 +368,7 @@ class Builder:
                 kinds.append("resolve")
             if ctx.messages:
                 kinds.append("message")
-            kind = d(st.sampled_from(kinds))
+            kind = choose(d, kinds)
             if kind == "transaction":
                 self.transaction()
             elif kind == "prepared":
@@ -371,7 +380,7 @@ class Builder:
             elif kind == "stream":
                 self.stream_block()
             else:
-                sx = d(st.sampled_from(sorted(self.streams.values(), key=lambda s: s.xid)))
+                sx = choose(d, sorted(self.streams.values(), key=lambda s: s.xid))
                 if kind == "block":
                     self.stream_block(sx)
                 elif kind == "end":
