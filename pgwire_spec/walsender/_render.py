@@ -447,9 +447,7 @@ class _Stop(Exception):
 def render(history: History, persona: Persona, options: StreamOptions, start_lsn: int) -> Plan:
     """The messages a client with *options* gets from *start_lsn* on."""
     if history.scenario.raw is not None:
-        return _render_raw(history, start_lsn)
-    if persona.major >= 15 and options.two_phase:
-        pass
+        return _render_raw(history, persona, options, start_lsn)
     return _Renderer(history, persona, options, start_lsn).run()
 
 
@@ -457,6 +455,8 @@ def render(history: History, persona: Persona, options: StreamOptions, start_lsn
 # Recorded streams (replay, hypothesis): served byte for byte
 # ------------------------------------------------------------------------------------------
 
+#: Messages that end a unit the skip rule works on (a transaction, a streamed transaction's
+#: end, a two-phase step).
 _ENDS = frozenset("CcAPpKr")
 
 
@@ -477,7 +477,7 @@ def raw_lsns(payloads: tuple[bytes, ...], start: int) -> list[int]:
     return out
 
 
-def _render_raw(history: History, start_lsn: int) -> Plan:
+def _render_raw(history: History, persona: Persona, options: StreamOptions, start_lsn: int) -> Plan:
     raw = history.scenario.raw
     assert raw is not None
     if raw.lsns is not None:
@@ -485,26 +485,34 @@ def _render_raw(history: History, start_lsn: int) -> Plan:
     else:
         lsns = raw_lsns(raw.payloads, history.scenario.server.start_lsn)
     plan = Plan(end_lsn=max([start_lsn, history.scenario.server.start_lsn, *lsns]))
-    # Skip whole units (up to a message that ends a transaction, or a non-transactional
-    # 'M') that ended before the start point.
+    recorded = _recorded_options(persona, raw.options)
+    if recorded is not None and recorded.decoder_options() != options.decoder_options():
+        plan.items.append(Notice(ServerError(
+            "01000", "replaying a recorded stream: its options differ from the ones requested", severity="WARNING",
+            detail=f"Recorded with {dict(raw.options)}; requested {options.decoder_options()}.")))
+    # Skip whole units that ended at or before the start point (a client that confirmed a
+    # Commit's position restarts after it).
     skip_until = -1
     unit_start = 0
     for i, p in enumerate(raw.payloads):
         tag = chr(p[0]) if p else "?"
-        ends = tag in _ENDS or (tag == "M" and len(p) > 1 and p[1] == 0 and _outside(raw.payloads, unit_start, i))
-        if ends:
-            if lsns[i] and lsns[i] < start_lsn:
+        if tag in _ENDS or (tag == "M" and unit_start == i):
+            if lsns[i] and lsns[i] <= start_lsn:
                 skip_until = i
             unit_start = i + 1
     for i, (p, lsn) in enumerate(zip(raw.payloads, lsns)):
-        if i <= skip_until:
-            continue
-        plan.items.append(Write(lsn, None, p))
+        if i > skip_until:
+            plan.items.append(Write(lsn, None, p))
     return plan
 
 
-def _outside(payloads: tuple[bytes, ...], unit_start: int, i: int) -> bool:
-    return unit_start == i
+def _recorded_options(persona: Persona, options: tuple[tuple[str, Any], ...]) -> StreamOptions | None:
+    if not options:
+        return None
+    try:
+        return persona.parse_options([(k, None if v is None else str(v)) for k, v in options])
+    except ServerError:
+        return None
 
 
 def iter_writes(plan: Plan) -> Iterator[Write]:

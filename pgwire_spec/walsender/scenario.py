@@ -361,6 +361,27 @@ class Scenario:
             name="replay",
         )
 
+    @classmethod
+    def from_fixture(cls, path: str | Path, group: str | None = None) -> Scenario:
+        """Serve a golden fixture file's group byte for byte (see fixtures/README.md)."""
+        from .replay import from_fixture, scenario_from_recording
+
+        return scenario_from_recording(from_fixture(path, group), name=Path(path).name)
+
+    @classmethod
+    def from_session(cls, path: str | Path) -> Scenario:
+        """Serve the XLogData of a walsender session capture byte for byte."""
+        from .replay import from_session, scenario_from_recording
+
+        return scenario_from_recording(from_session(path), name=Path(path).name)
+
+    @classmethod
+    def from_stream(cls, stream: Any, **kwargs: Any) -> Scenario:
+        """Serve a stream drawn from ``pgwire_spec.strategies.streams``."""
+        from .replay import from_stream
+
+        return from_stream(stream, **kwargs)
+
     def final_rows(self, table: str, *, include_initial: bool = True) -> list[dict[str, Any]]:
         """The rows *table* holds after every committed transaction (the initial rows too,
         unless ``include_initial=False``, as a subscriber with copy_data = false sees it)."""
@@ -501,7 +522,26 @@ class _Loader:
 
         self.keys("", data, ("name", "server", "auth", "publications", "tables", "transactions",
                              "slots", "keepalive", "faults", "replay"))
-        server = self.server(data.get("server") or {})
+        rec = None
+        server_data = data.get("server") or {}
+        if data.get("replay") is not None:
+            from .replay import load_replay
+
+            rec = load_replay(data["replay"], "replay")
+            if isinstance(server_data, Mapping):
+                defaults: dict[str, Any] = {}
+                if rec.version:
+                    defaults["version"] = rec.version.split()[0]
+                if rec.system_id:
+                    defaults["system_id"] = rec.system_id
+                if rec.database:
+                    defaults["database"] = rec.database
+                starts = [a for a, _ in (rec.stream.lsns or ()) if a]
+                if starts:
+                    # just before the first recorded write, so the slot starts before it
+                    defaults["start_lsn"] = max(0, (min(starts) - 8) & ~7)
+                server_data = {**defaults, **server_data}
+        server = self.server(server_data)
         auth = self.auth(data.get("auth") or {})
         tables_data = data.get("tables") or {}
         if not isinstance(tables_data, Mapping):
@@ -521,12 +561,12 @@ class _Loader:
         keepalive = self.keepalive(data.get("keepalive") or {})
         faults = tuple(parse_faults(data.get("faults") or [], "faults"))
         raw = None
-        if data.get("replay") is not None:
-            from .replay import load_replay
-
-            raw, pubs = load_replay(data["replay"], "replay")
+        if rec is not None:
+            raw = rec.stream
             if not publications:
-                publications = tuple(Publication(p, None) for p in pubs)
+                publications = tuple(Publication(p, None) for p in rec.publications)
+            if not slots and rec.slot:
+                slots = (Slot(rec.slot),)
         scenario = Scenario(
             server=server, auth=auth, publications=publications, tables=tuple(tables),
             history=history, slots=slots, keepalive=keepalive, faults=faults, raw=raw,

@@ -1,0 +1,230 @@
+"""Recorded streams as scenarios: golden fixtures, walsender session captures, plain payload
+lists and hypothesis-drawn streams, served byte for byte.
+
+In a scenario file::
+
+    replay: {fixture: fixtures/pg16-builtin.json.gz, group: p4-parallel}   # fixtures/README.md
+    replay: {session: fixtures/sessions/pg16-session-p4-parallel-messages.json.gz}
+    replay: {payloads: my_payloads.jsonl}     # one hex payload per line, or {"hex": …, "lsn": …}
+    replay: {hex: ["42000000…", "52000040…"]}
+
+A fixture group gives the pgoutput payloads in stream order with the LSNs the server
+reported (Relation and Type — and a Begin, Begin Prepare or Stream Start followed by an
+Origin — go out at 0/0 as a walsender sends them: erratum E-ZERO-LSN); a session gives
+the XLogData payloads with their exact dataStart. The persona follows the recording's
+server version unless the scenario names one; the recording's publication and slot exist.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..lsn import parse_lsn
+from .scenario import AuthConfig, Publication, RawStream, Scenario, ScenarioError, ServerInfo, Slot
+
+__all__ = ["Recording", "load_replay", "from_fixture", "from_session", "from_stream", "zero_lsn_rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    stream: RawStream
+    publications: tuple[str, ...]
+    version: str | None = None
+    system_id: str | None = None
+    slot: str | None = None
+    database: str | None = None
+
+
+def _read_json(path: Path, where: str) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(where, "a readable recording file", str(exc)) from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise ScenarioError(where, "JSON (optionally gzip-compressed)", str(exc)[:200]) from None
+
+
+def zero_lsn_rule(tags: Sequence[str], lsns: Sequence[int]) -> list[int]:
+    """Walsender write positions from the SQL interface's LSNs: 0/0 for Relation and Type,
+    and for Begin / Begin Prepare / Stream Start when an Origin follows (protocol-facts §4)."""
+    out = []
+    for i, (tag, lsn) in enumerate(zip(tags, lsns)):
+        nxt = tags[i + 1] if i + 1 < len(tags) else ""
+        if tag in ("R", "Y") or (tag in ("B", "b", "S") and nxt == "O"):
+            out.append(0)
+        else:
+            out.append(lsn)
+    return out
+
+
+def _options_tuple(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((str(k), v) for k, v in options.items()))
+
+
+def from_fixture(path: str | Path, group: str | None = None, *, where: str = "replay") -> Recording:
+    """A golden fixture file's group (default: the first) as a recording."""
+    data = _read_json(Path(path), where)
+    if not isinstance(data, dict) or data.get("format") != "pgwire-spec/pgoutput-fixtures":
+        raise ScenarioError(where, "a pgwire-spec/pgoutput-fixtures file", str(path))
+    groups = data.get("groups") or []
+    if not groups:
+        raise ScenarioError(where, "a fixture file with at least one group", "none")
+    chosen = groups[0] if group is None else next((g for g in groups if g.get("name") == group), None)
+    if chosen is None:
+        names = ", ".join(g.get("name", "?") for g in groups)
+        raise ScenarioError(f"{where}.group", f"one of {names}", repr(group))
+    cases = sorted(chosen.get("cases") or [], key=lambda c: c["index"])
+    payloads = tuple(bytes.fromhex(c["hex"]) for c in cases)
+    tags = [c.get("tag") or chr(p[0]) for c, p in zip(cases, payloads)]
+    lsns = zero_lsn_rule(tags, [parse_lsn(c["lsn"]) for c in cases])
+    options = dict(chosen.get("options") or {})
+    pubs = tuple(p.strip().strip('"') for p in str(options.get("publication_names", "pub")).split(","))
+    server = data.get("server") or {}
+    return Recording(RawStream(payloads, tuple((x, x) for x in lsns), _options_tuple(options)), pubs,
+                     version=server.get("version"), slot=chosen.get("slot"))
+
+
+def from_session(path: str | Path, *, where: str = "replay") -> Recording:
+    """A walsender session capture as a recording: its XLogData payloads, exactly."""
+    data = _read_json(Path(path), where)
+    if not isinstance(data, dict) or data.get("format") != "pgwire-spec/walsender-session":
+        raise ScenarioError(where, "a pgwire-spec/walsender-session file", str(path))
+    payloads, lsns = [], []
+    system_id = database = None
+    from ..replication.messages import decode_copy_data
+    from ..wire import CopyData, DataRow, decode_message
+
+    for m in data.get("messages") or []:
+        if m.get("dir") != "B":
+            continue
+        exp = m.get("expected") or {}
+        if exp.get("type") == "DataRow" and system_id is None:
+            msg = decode_message(bytes.fromhex(m["hex"]), "backend")
+            if isinstance(msg, DataRow) and len(msg.values) == 4 and msg.values[0] and msg.values[0].isdigit():
+                system_id = msg.values[0].decode()
+                database = msg.values[3].decode() if msg.values[3] else None
+        copy = m.get("copy") or {}
+        if copy.get("type") != "XLogData":
+            continue
+        msg = decode_message(bytes.fromhex(m["hex"]), "backend")
+        assert isinstance(msg, CopyData)
+        x = decode_copy_data(msg.data)
+        payloads.append(x.data)  # type: ignore[attr-defined]
+        lsns.append((x.data_start, x.wal_end))  # type: ignore[attr-defined]
+    options = dict(data.get("options") or {})
+    pubs = tuple(p.strip().strip('"') for p in str(options.get("publication_names", "pub")).split(","))
+    server = data.get("server") or {}
+    return Recording(RawStream(tuple(payloads), tuple(lsns), _options_tuple(options)), pubs,
+                     version=server.get("version"), system_id=system_id, slot=data.get("slot"), database=database)
+
+
+def from_payloads_file(path: str | Path, *, where: str = "replay") -> Recording:
+    """One payload per line: hex, or a JSON object with ``hex`` and optionally ``lsn``."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(where, "a readable payload file", str(exc)) from None
+    payloads, lsns = [], []
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            if line.startswith("{"):
+                obj = json.loads(line)
+                payloads.append(bytes.fromhex(obj["hex"]))
+                lsns.append(parse_lsn(obj["lsn"]) if "lsn" in obj else None)
+            else:
+                payloads.append(bytes.fromhex(line))
+                lsns.append(None)
+        except (ValueError, KeyError) as exc:
+            raise ScenarioError(f"{where} line {n}", "a hex payload or {\"hex\": …, \"lsn\": …}", str(exc)) from None
+    if all(x is not None for x in lsns):
+        tags = [chr(p[0]) if p else "?" for p in payloads]
+        zl = zero_lsn_rule(tags, [x or 0 for x in lsns])
+        return Recording(RawStream(tuple(payloads), tuple((x, x) for x in zl)), ("pub",))
+    return Recording(RawStream(tuple(payloads)), ("pub",))
+
+
+def load_replay(spec: Any, where: str = "replay") -> Recording:
+    """The ``replay:`` section of a scenario."""
+    if isinstance(spec, str):
+        spec = {"fixture": spec} if "fixture" in spec or spec.endswith(".json.gz") else {"payloads": spec}
+    if not isinstance(spec, Mapping):
+        raise ScenarioError(where, "a mapping like {fixture: path, group: name}", repr(spec))
+    keys = set(spec)
+    allowed = {"fixture", "group", "session", "payloads", "hex", "options"}
+    if keys - allowed:
+        raise ScenarioError(where, f"keys among {', '.join(sorted(allowed))}", f"unknown key {sorted(keys - allowed)[0]!r}")
+    sources = keys & {"fixture", "session", "payloads", "hex"}
+    if len(sources) != 1:
+        raise ScenarioError(where, "exactly one of fixture, session, payloads, hex", ", ".join(sorted(sources)) or "none")
+    if "fixture" in spec:
+        rec = from_fixture(spec["fixture"], spec.get("group"), where=where)
+    elif "session" in spec:
+        rec = from_session(spec["session"], where=where)
+    elif "payloads" in spec:
+        rec = from_payloads_file(spec["payloads"], where=where)
+    else:
+        items = spec["hex"]
+        if not isinstance(items, list):
+            raise ScenarioError(f"{where}.hex", "a list of hex payloads", repr(items))
+        try:
+            rec = Recording(RawStream(tuple(bytes.fromhex(str(h)) for h in items)), ("pub",))
+        except ValueError as exc:
+            raise ScenarioError(f"{where}.hex", "hex payloads", str(exc)) from None
+    if "options" in spec:
+        opts = spec["options"]
+        if not isinstance(opts, Mapping):
+            raise ScenarioError(f"{where}.options", "a mapping of pgoutput options", repr(opts))
+        rec = Recording(RawStream(rec.stream.payloads, rec.stream.lsns, _options_tuple(opts)), rec.publications,
+                        rec.version, rec.system_id, rec.slot, rec.database)
+    return rec
+
+
+def scenario_from_recording(rec: Recording, *, server: ServerInfo | None = None,
+                            auth: AuthConfig | None = None, name: str = "replay") -> Scenario:
+    """A scenario serving *rec*: its persona, publications and slot."""
+    if server is None:
+        kw: dict[str, Any] = {}
+        if rec.version:
+            kw["version"] = rec.version.split()[0]
+        if rec.system_id:
+            kw["system_id"] = rec.system_id
+        if rec.database:
+            kw["database"] = rec.database
+        if rec.stream.lsns:
+            nonzero = [a for a, _ in rec.stream.lsns if a]
+            if nonzero:
+                kw["start_lsn"] = max(0, (min(nonzero) - 8) & ~7)
+        server = ServerInfo(**kw)
+    slots = (Slot(rec.slot),) if rec.slot else ()
+    return Scenario(server=server, auth=auth or AuthConfig(),
+                    publications=tuple(Publication(p, None) for p in rec.publications),
+                    slots=slots, raw=rec.stream, name=name)
+
+
+def from_stream(stream: Any, *, server: ServerInfo | None = None, auth: AuthConfig | None = None,
+                publications: Sequence[str] = ("pub",)) -> Scenario:
+    """A scenario serving a stream drawn from ``pgwire_spec.strategies.streams`` (its
+    ``.payloads``, ``.write_lsns`` and ``.options``)."""
+    payloads = tuple(bytes(p) for p in stream.payloads)
+    lsns = getattr(stream, "write_lsns", None)
+    options = dict(getattr(stream, "options", {}) or {})
+    pg_options = {"proto_version": str(options.get("protocol_version", 1))}
+    for key in ("streaming", "two_phase", "binary", "messages"):
+        value = options.get(key)
+        if value not in (None, False, "off"):
+            pg_options[key] = "on" if value is True else str(value)
+    raw = RawStream(payloads, tuple((x, x) for x in lsns) if lsns is not None else None, _options_tuple(pg_options))
+    rec = Recording(raw, tuple(publications))
+    return scenario_from_recording(rec, server=server, auth=auth, name="hypothesis")
