@@ -231,9 +231,12 @@ class LocalCluster:
         settings: dict[str, str] | None = None,
         lib_dir: Path | None = None,
         startup_timeout: float = 60.0,
+        initdb_args: tuple[str, ...] = (),
     ) -> None:
         self.bin_dir = Path(bin_dir)
         self.settings = {**CAPTURE_SETTINGS, **(settings or {})}
+        #: Extra initdb arguments, e.g. ``("--wal-segsize=1",)``.
+        self.initdb_args = tuple(initdb_args)
         self.lib_dir = lib_dir
         self.startup_timeout = startup_timeout
         self.root: Path | None = None
@@ -283,11 +286,11 @@ class LocalCluster:
     def start(self) -> tuple[str, int]:
         """Create and start the cluster; return (host, port)."""
         initdb = self._binary("initdb")
-        postgres = self._binary("postgres")
+        self._binary("postgres")
         major = self.binary_major()
         self.settings = {k: v for k, v in self.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         self.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
-        data, sock, log = self.root / "data", self.root / "sock", self.root / "postgres.log"
+        data, sock = self.root / "data", self.root / "sock"
         sock.mkdir()
         user = server_user()
         if user is not None:
@@ -296,7 +299,7 @@ class LocalCluster:
         self.root.chmod(0o755)
         proc = subprocess.run(
             [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
-             "--locale=C", "--no-sync"],
+             "--locale=C", "--no-sync", *self.initdb_args],
             capture_output=True, env=self._env(), cwd=str(self.root), **self._run_kwargs(),
         )
         if proc.returncode != 0:
@@ -304,6 +307,18 @@ class LocalCluster:
                 f"initdb ({initdb}) failed with status {proc.returncode}: "
                 f"{proc.stderr.decode(errors='replace').strip()[-800:]}"
             )
+        return self.launch(data)
+
+    def launch(self, data: Path) -> tuple[str, int]:
+        """Start postgres on the existing data directory *data* (inside :attr:`root`, owned
+        by the server user); return (host, port)."""
+        postgres = self._binary("postgres")
+        assert self.root is not None
+        sock, log = self.root / "sock", self.root / "postgres.log"
+        sock.mkdir(exist_ok=True)
+        user = server_user()
+        if user is not None:
+            os.chown(sock, user[1], user[2])
         # Several engineers and test runs start servers at once: a port found free may be
         # taken before postgres binds it; retry with another.
         for _attempt in range(5):
