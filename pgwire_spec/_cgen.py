@@ -31,7 +31,6 @@ over from an older grammar is never used.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import re
 import struct
@@ -785,6 +784,8 @@ def source_digest(source: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     ap = argparse.ArgumentParser(prog="python -m pgwire_spec._cgen", description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if the committed source is out of date")
     args = ap.parse_args(argv)
