@@ -197,6 +197,7 @@ def main() -> None:
     }
     ours = "pgwire_spec PgOutputDecoder (stateful, strict)"
     results: dict[str, Any] = {}
+    print("pgwire_spec pgoutput decode backend:", sys.modules["pgwire_spec.pgoutput._codec"].BACKEND)
     print(f"Real PostgreSQL 15 stream, protocol 1 ({DATA.name}); median of {args.repeat} interleaved passes\n")
     for seg_name, items in segments(payloads).items():
         rates = measure_interleaved(decoders, items, args.repeat)
