@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         dirs = [d for d in (args.out, "reports/fuzz", "findings", "fixtures") if d]
         finding, path = read_regression(args.replay, dirs)
         say(f"[fuzz] replaying {finding.id} from {path}")
-        still = replay(finding, adapter_cmd=args.adapter_cmd, say=print)
+        still = replay(finding, target=args.target, adapter_cmd=args.adapter_cmd, say=print)
         return 1 if still else 0
     from ..fuzz.spark import format_report, run_campaign
 

@@ -227,21 +227,31 @@ def read_regression(finding_id: str, directories: Sequence[Path | str]) -> tuple
     return f, path
 
 
-def replay(finding: Finding, *, adapter_cmd: str | None = None, timeout: float = 5.0,
-           say: Callable[[str], None] = print) -> bool:
-    """Run a finding's input through its oracle again; True if it still fails."""
+def replay(finding: Finding, *, target: str | None = None, adapter_cmd: str | None = None,
+           timeout: float = 5.0, say: Callable[[str], None] = print) -> bool:
+    """Run a finding's input through its oracle again; True if it still fails.
+
+    The decoder is the finding's own target unless *target* (a decoder name) or
+    *adapter_cmd* names another one (e.g. the fixed version of a decoder).
+    """
+    from ..conformance.adapters import open_command, open_decoder
     from .oracles import DifferentialOracle, ReferenceOracle
     from .shards import _Hang, _Watch
 
     adapter = None
-    if adapter_cmd or (finding.target not in ("reference", "") and not finding.target.startswith("adapter-cmd:")):
-        from ..conformance.adapters import open_command, open_decoder
-
-        adapter = open_command(adapter_cmd, timeout) if adapter_cmd else open_decoder(finding.target, timeout)
-    elif finding.target.startswith("adapter-cmd:"):
-        from ..conformance.adapters import open_command
-
-        adapter = open_command(finding.target.removeprefix("adapter-cmd:"), timeout)
+    recorded = finding.target or "reference"
+    if adapter_cmd:
+        adapter = open_command(adapter_cmd, timeout)
+    elif target:
+        adapter = open_decoder(target, timeout)
+    elif recorded.startswith("adapter-cmd:"):
+        adapter = open_command(recorded.removeprefix("adapter-cmd:"), timeout)
+    elif recorded != "reference":
+        adapter = open_decoder(recorded, timeout)
+    if adapter is not None and finding.kind == "payload":
+        adapter.close()
+        raise ReplayError(f"{finding.id} is a payload finding of the reference decoder; replay it without "
+                          "--target/--adapter-cmd")
     try:
         oracle: Any = DifferentialOracle(adapter) if adapter is not None else ReferenceOracle(json_every=1)
         case = _case_of(finding, finding.payloads)

@@ -28,6 +28,10 @@ CONTEXTS: tuple[dict[str, Any], ...] = (
 def strategies_available(name: str = "streams") -> bool:
     """Whether ``pgwire_spec.strategies`` provides *name* (it is written in parallel)."""
     try:
+        # hypothesis first: importing it runs the package's entry-point hook, which
+        # imports pgwire_spec.strategies (importing them the other way round is circular)
+        import hypothesis  # noqa: F401
+
         mod = importlib.import_module("pgwire_spec.strategies")
     except ImportError:  # pragma: no cover
         return False

@@ -163,6 +163,12 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
         from pyspark.sql import SparkSession
     except ImportError:
         raise SparkJobError("pyspark is not installed: pip install 'pgwire-spec[spark]'") from None
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None and str(active.master) != master:
+        raise SparkJobError(f"a Spark session with master {active.master!r} is already running in this "
+                            f"process; stop it before starting one on {master!r}")
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
         "spark.ui.enabled": "false",
