@@ -97,29 +97,58 @@ def prepare_seeds(
         except Exception:  # noqa: BLE001 - a corpus stream with an impossible context: skip it
             continue
         abort_tail = dec.streaming == "parallel"
-        starts: list[tuple[int, list[bytes]]] = []
+        starts: list[tuple[int, dict[int, Any]]] = []
+        flags: list[bool] = []
         step = max(1, len(s.payloads) // per_stream)
         for i, p in enumerate(s.payloads):
             if dec.state == "idle" and not dec.open_streams and (i % step == 0 or not starts) \
                     and len(starts) < per_stream:
-                rels = [encode(r) if r.xid is None else encode(_no_xid(r)) for r in dec.relations.values()]
-                starts.append((i, rels[-4:]))
+                starts.append((i, dict(dec.relations)))
+            flags.append(dec.in_stream)
             payloads.setdefault((p, dec.in_stream, abort_tail), None)
             try:
                 dec.decode(p)
             except DecodeError:
                 break
-        for i, rels in starts:
-            window = tuple(rels) + s.payloads[i:i + _MAX_WINDOW]
-            windows.append(StreamSeed(opts, window))
+        for i, cache in starts:
+            window = list(s.payloads[i:i + _MAX_WINDOW])
+            rels = [cache[rid] for rid in _needed(window, flags[i:i + _MAX_WINDOW], abort_tail) if rid in cache]
+            # the relation cache goes right after the window's first block opener (Relation
+            # messages only come inside a transaction or a streamed block)
+            at = next((k for k, p in enumerate(window) if p[:1] in (b"B", b"b", b"S")), None)
+            if at is not None and rels:
+                xid = int.from_bytes(window[at][1:5], "big") if window[at][:1] == b"S" else None
+                window[at + 1:at + 1] = [encode(_with_xid(r, xid)) for r in rels]
+            windows.append(StreamSeed(opts, tuple(window)))
     keys = list(payloads)[:max_payloads]
     return [_payload_seed(d, ins, at) for d, ins, at in keys], windows
 
 
-def _no_xid(rel: Any) -> Any:
+def _needed(window: Sequence[bytes], in_stream: Sequence[bool], abort_tail: bool) -> list[int]:
+    """Relation OIDs the changes of *window* use before a Relation in the window names them."""
+    from ..pgoutput._codec import FAMILY
+    from ..pgoutput.messages import Delete, Insert, Relation, Truncate, Update
+
+    seen: set[int] = set()
+    out: list[int] = []
+    for p, ins in zip(window, in_stream):
+        try:
+            msg = FAMILY.decode(p, ins, abort_tail)
+        except DecodeError:
+            continue
+        if isinstance(msg, Relation):
+            seen.add(msg.relation_id)
+            continue
+        ids = (msg.relation_id,) if isinstance(msg, (Insert, Update, Delete)) else \
+            msg.relation_ids if isinstance(msg, Truncate) else ()
+        out += [rid for rid in ids if rid not in seen and rid not in out]
+    return out
+
+
+def _with_xid(rel: Any, xid: int | None) -> Any:
     from dataclasses import replace
 
-    return replace(rel, xid=None)
+    return replace(rel, xid=xid)
 
 
 def _pick(r: random.Random, seq: Sequence[Any]) -> Any:

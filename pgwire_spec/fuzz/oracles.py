@@ -70,23 +70,41 @@ def _field_at(data: bytes, offset: int, in_stream: bool, abort_tail: bool) -> st
 
 
 class ReferenceOracle:
-    """Judge the reference decoder on payloads and streams; counts what it saw."""
+    """Judge the reference decoder on payloads and streams; counts what it saw.
+
+    Payloads go through the generated Python codec (the reference) and, when the C
+    decoders are built (``pgwire_spec._speedups``), through those too: both must accept
+    the same payloads with equal messages (``backend``), since ``decode_message`` and
+    ``PgOutputDecoder`` take the C path first.
+    """
 
     def __init__(self, json_every: int = 16) -> None:
+        from ..pgoutput import _codec
+
         self.accepted = 0
         self.rejected = 0
         self.json_every = json_every
         self._decode = FAMILY.decode
         self._encode = FAMILY.encode
+        self._c = _codec._DECODERS if getattr(_codec, "BACKEND", "python") == "c" else None
 
     def check_payload(self, data: bytes, in_stream: bool, abort_tail: bool) -> Violation | None:
         """None if the reference behaved on this payload, else the violation."""
+        cmsg = None
+        if self._c is not None:
+            try:
+                cmsg = self._c[data[0]](data, in_stream, abort_tail, True)
+            except Exception:  # noqa: BLE001 - the C path refuses; the Python path explains
+                cmsg = None
         try:
             msg = self._decode(data, in_stream, abort_tail)
         except DecodeError as err:
             self.rejected += 1
             if err.rule == "internal":
                 return (f"internal:{_tag(data)}:{signature_path(err.field)}", "internal", str(err))
+            if cmsg is not None:
+                return (f"backend:c-accepts:{_tag(data)}:{err.rule}", "backend",
+                        f"the C decoder accepts what the Python codec rejects ({err})")
             return None
         except RecursionError as exc:
             return (f"exception:RecursionError:{_tag(data)}", "exception", f"RecursionError: {exc}")
@@ -94,6 +112,10 @@ class ReferenceOracle:
             return (f"exception:{type(exc).__name__}:{_tag(data)}:{_where(exc)}", "exception",
                     f"{type(exc).__name__}: {exc}")
         self.accepted += 1
+        if self._c is not None and cmsg != msg:
+            what = "rejects" if cmsg is None else "decodes differently"
+            return (f"backend:c-{what.split()[0]}:{_tag(data)}", "backend",
+                    f"the C decoder {what} what the Python codec accepts")
         return self._check_accepted(msg, data, in_stream, abort_tail)
 
     def _check_accepted(self, msg: Any, data: bytes, in_stream: bool, abort_tail: bool) -> Violation | None:

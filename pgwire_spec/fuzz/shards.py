@@ -195,7 +195,7 @@ class ShardResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index, "engine": self.engine, "seed": self.seed, "cases": self.cases,
-            "accepted": self.accepted, "rejected": self.rejected, "seconds": round(self.seconds, 4),
+            "accepted": self.accepted, "rejected": self.rejected, "seconds": self.seconds,
             "cases_per_second": round(self.rate, 1), "crc": self.crc,
             "findings": len(self.findings), "occurrences": self.occurrences,
             "findings_list": [f.to_dict() for f in self.findings],

@@ -199,6 +199,18 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     return spark
 
 
+def _running_session(master: str) -> Any:
+    """The session already running in this process on *master* (used, not stopped), if any."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    active = SparkSession.getActiveSession()
+    if active is not None and str(active.sparkContext.master) == master:
+        return active
+    return None
+
+
 def _quiet_log4j() -> Path:
     """A log4j2 configuration that keeps Spark's JVM to errors (our progress lines are the
     job's output)."""
@@ -303,6 +315,8 @@ def run_campaign(
         streams = load_corpus(campaign.corpus)
     if not streams:
         raise SparkJobError(f"the corpus {list(campaign.corpus)} is empty")
+    if spark is None:
+        spark = _running_session(master)
     own = spark is None
     if own:
         say(f"[fuzz] starting Spark ({master}) …")
@@ -497,6 +511,8 @@ def verify_fixtures_spark(
         items += [(str(path), g) for g in fx.groups]
     if not items:
         raise SparkJobError(f"no fixture groups in {', '.join(map(str, paths))}")
+    if spark is None:
+        spark = _running_session(master)
     own = spark is None
     if own:
         say(f"[verify] starting Spark ({master}) …")

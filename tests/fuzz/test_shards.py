@@ -1,0 +1,126 @@
+"""Campaigns and shards as plain functions, without Spark: planning, determinism, budgets,
+the hang and memory guards, findings from a planted bug."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgwire_spec import encode
+from pgwire_spec.fuzz.seeds import builtin_streams
+from pgwire_spec.fuzz.shards import (
+    Campaign,
+    Finding,
+    ShardResult,
+    derive_seed,
+    finding_id,
+    plan_shards,
+    run_shard,
+)
+from pgwire_spec.pgoutput import _codec
+from pgwire_spec.pgoutput.messages import Insert
+
+STREAMS = builtin_streams()
+
+
+def test_plan_spreads_engines_and_budget() -> None:
+    c = Campaign(budget=60, shards_per_core=2)
+    shards = plan_shards(c, 4)
+    assert len(shards) == 8
+    assert [s.engine for s in shards].count("generate") == 2
+    assert all(s.budget == pytest.approx(30.0) for s in shards)  # two waves of 30 s = 60 s
+    assert len({s.seed for s in shards}) == 8
+    assert plan_shards(c, 4) == shards  # planning is deterministic
+    only = plan_shards(Campaign(engines=("mutate",), shards_per_core=1), 3)
+    assert [s.engine for s in only] == ["mutate"] * 3
+
+
+def test_campaign_validation() -> None:
+    with pytest.raises(ValueError, match="engines"):
+        Campaign(engines=("bogus",))
+    with pytest.raises(ValueError, match="budget"):
+        Campaign(budget=0)
+    with pytest.raises(ValueError, match="unknown campaign keys"):
+        Campaign.from_mapping({"speed": 1})
+    assert Campaign.from_mapping({"engines": "mutate", "corpus": "builtin"}).engines == ("mutate",)
+
+
+def test_same_seed_same_cases_whatever_the_budget() -> None:
+    c = Campaign(engines=("mutate",), corpus=("builtin",), seed=11, cases=4_000, shards_per_core=1)
+    shard = plan_shards(c, 1)[0]
+    a, b = run_shard(shard, STREAMS), run_shard(shard, STREAMS)
+    assert (a.cases, a.crc) == (b.cases, b.crc) and a.cases == 4_000
+    other = run_shard(plan_shards(Campaign(engines=("mutate",), seed=12, cases=4_000, shards_per_core=1), 1)[0],
+                      STREAMS)
+    assert other.crc != a.crc
+    # a time budget goes as far as it can; its first chunk is the same cases
+    timed = run_shard(plan_shards(Campaign(engines=("mutate",), seed=11, budget=0.3, cases=512,
+                                           shards_per_core=1), 1)[0], STREAMS)
+    first = run_shard(plan_shards(Campaign(engines=("mutate",), seed=11, cases=512, shards_per_core=1), 1)[0],
+                      STREAMS)
+    assert timed.crc == first.crc
+
+
+def test_a_time_budget_is_kept() -> None:
+    c = Campaign(engines=("mutate",), corpus=("builtin",), budget=0.5, shards_per_core=1)
+    t0 = time.monotonic()
+    r = run_shard(plan_shards(c, 1)[0], STREAMS)
+    assert time.monotonic() - t0 < 5
+    assert r.cases > 0 and r.accepted + r.rejected == r.cases and r.findings == ()
+
+
+def test_a_planted_crash_is_one_finding_counted_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _codec.FAMILY.decoders[ord("I")]
+
+    def planted(data: bytes, *args: Any) -> Any:
+        if len(data) % 7 == 3:
+            raise AttributeError("planted")
+        return real(data, *args)
+
+    monkeypatch.setitem(_codec.FAMILY.decoders, ord("I"), planted)
+    c = Campaign(engines=("mutate",), corpus=("builtin",), seed=2, cases=6_000, shards_per_core=1)
+    r = run_shard(plan_shards(c, 1)[0], STREAMS)
+    sigs = [f.signature for f in r.findings]
+    assert any(s.startswith("exception:AttributeError:I:") for s in sigs), sigs
+    f = next(f for f in r.findings if f.signature.startswith("exception:AttributeError:I:"))
+    assert f.count > 1 and f.id == finding_id(f.signature)
+    assert f.kind in ("payload", "stream")
+    # the result survives the trip through a dict (what Spark collects)
+    assert ShardResult.from_dict(r.to_dict()) == r
+
+
+def test_a_hanging_case_is_a_timeout_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _codec.FAMILY.decoders[ord("B")]
+
+    def sometimes_hangs(data: bytes, *args: Any) -> Any:
+        if data[1:2] == b"\xff":
+            time.sleep(10)
+        return real(data, *args)
+
+    monkeypatch.setitem(_codec.FAMILY.decoders, ord("B"), sometimes_hangs)
+    c = Campaign(engines=("mutate",), corpus=("builtin",), seed=4, budget=20, cases=3_000, case_timeout=0.3,
+                 shards_per_core=1)
+    t0 = time.monotonic()
+    r = run_shard(plan_shards(c, 1)[0], STREAMS)
+    assert time.monotonic() - t0 < 15
+    assert "timeout:B" in {f.signature for f in r.findings}
+
+
+def test_derived_seeds_are_the_same_in_another_process() -> None:
+    """Seeds must not depend on PYTHONHASHSEED: executors are other processes."""
+    import subprocess
+    import sys
+
+    code = "from pgwire_spec.fuzz.shards import derive_seed; print(derive_seed(0, 'shard', 1, 'mutate'))"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin"})
+    assert int(other.stdout) == derive_seed(0, "shard", 1, "mutate") != derive_seed(0, "shard", 2, "mutate")
+
+
+def test_finding_round_trip(tmp_path: Path) -> None:
+    f = Finding("sig", "exception", "d", "mutate", "reference", 0, 5, "payload",
+                {"in_stream": False, "abort_tail": False}, (encode(Insert(None, 1, ("a",))),), ("bitflip",))
+    assert Finding.from_dict(f.to_dict()) == f
