@@ -280,6 +280,12 @@ def verify_paths(paths: Iterable[str | Path], *, sequence: bool = True) -> Verif
 
             n, mismatches = verify_session(parse_session(doc, path))
             report.groups += 1
+        elif document_format(doc) == "pgwire-spec/physical-stream":
+            from ..physical.recording import parse_recording, verify_recording
+
+            n, problems = verify_recording(parse_recording(doc, path))
+            mismatches = [Mismatch(str(path), "physical", p, file=str(path)) for p in problems]
+            report.groups += 1
         else:
             fixture = parse_fixture(doc, path)
             n, mismatches = verify_fixture(fixture, sequence=sequence)

@@ -22,9 +22,11 @@ HELP = "capture pgoutput fixtures from real servers (built-in workload or your S
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--providers", default="npm",
-                   help=f"comma-separated server providers among {', '.join(PROVIDERS)} (default: npm)")
-    p.add_argument("--majors", default="16", help="PostgreSQL majors, e.g. 15 or 10-18 or 10,14,16-18 (default: 16)")
+    p.add_argument("--providers",
+                   help=f"comma-separated server providers among {', '.join(PROVIDERS)} (default: npm; "
+                   "with --physical: system)")
+    p.add_argument("--majors", help="PostgreSQL majors, e.g. 15 or 10-18 or 10,14,16-18 (default: 16; "
+                   "with --physical: 15)")
     p.add_argument("--dsn", help="capture from an existing server (provider dsn; --majors is ignored)")
     p.add_argument("--bin-dir", help="provider system: the bin dir holding initdb and postgres")
     p.add_argument("--sql", action="append", type=Path, default=[],
@@ -42,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sessions", action="store_true",
                    help="record whole walsender sessions (replication protocol, both directions) into "
                    "OUT/sessions/ instead of capturing through the SQL interface")
+    p.add_argument("--physical", action="store_true",
+                   help="record physical streaming replication (START_REPLICATION PHYSICAL across a promotion, "
+                   "timeline history) into OUT/physical/; default server: system, major 15")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -56,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[capture] {msg}", file=sys.stderr, flush=True)
 
+    if args.physical:
+        from ..physical.cli import capture_physical
+
+        return capture_physical(args, say)
+    args.providers = args.providers or "npm"
+    args.majors = args.majors or "16"
     workload = sql_workload(args.sql, args.setup) if args.sql else builtin_workload()
     if args.setup and not args.sql:
         print("pgwire-spec capture: error: --setup needs --sql", file=sys.stderr)

@@ -25,7 +25,8 @@ def test_every_major_is_in_the_corpus() -> None:
 def test_the_whole_corpus_verifies() -> None:
     report = verify_paths([FIXTURES])
     sessions = sorted((FIXTURES / "sessions").glob("*.json.gz"))
-    assert report.files == len(CORPUS) + len(sessions)
+    physical = sorted((FIXTURES / "physical").glob("*.json.gz"))
+    assert report.files == len(CORPUS) + len(sessions) + len(physical)
     assert report.mismatches == []
     assert report.cases > sum(len(read_fixture(p).cases) for p in CORPUS)
 

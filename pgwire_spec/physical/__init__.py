@@ -1,0 +1,56 @@
+"""Physical streaming replication: recorded WAL served as a real walsender serves it.
+
+Record a real server's physical streams across a timeline switch
+(:func:`record_physical`, ``pgwire-spec capture --physical``), keep them in the fixtures'
+format (:func:`read_recording`, :func:`write_recording`), and let the fake walsender serve
+them: START_REPLICATION … PHYSICAL from any recorded position with the server's XLogData
+cuts, the end-of-timeline handshake, TIMELINE_HISTORY, physical slots, and BASE_BACKUP of a
+directory in the shape of the advertised version.
+"""
+
+from __future__ import annotations
+
+from .history import History, HistoryError, TimelineEntry, history_file_name, parse_history, render_history
+from .recording import (
+    PHYSICAL_FORMAT,
+    Conversation,
+    PhysicalRecording,
+    RecordedMessage,
+    read_recording,
+    verify_recording,
+    write_recording,
+)
+from .wal import WalError, WalRecord, WalStore, crc32c, iter_records, segment_name, split_xlogdata
+
+__all__ = [
+    "PHYSICAL_FORMAT",
+    "PhysicalRecording",
+    "Conversation",
+    "RecordedMessage",
+    "read_recording",
+    "write_recording",
+    "verify_recording",
+    "record_physical",
+    "History",
+    "HistoryError",
+    "TimelineEntry",
+    "history_file_name",
+    "parse_history",
+    "render_history",
+    "WalStore",
+    "WalRecord",
+    "WalError",
+    "iter_records",
+    "split_xlogdata",
+    "segment_name",
+    "crc32c",
+]
+
+
+def __getattr__(name: str) -> object:
+    # record_physical needs psycopg and real servers: imported on first use.
+    if name == "record_physical":
+        from .capture import record_physical
+
+        return record_physical
+    raise AttributeError(name)

