@@ -49,14 +49,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"pgwire-spec conform: error: unknown source {bad[0]!r} (expected {', '.join(_SOURCES)})",
               file=sys.stderr)
         return 2
-    cases = collect_cases(fixtures=args.fixtures, sources=sources, per_context=args.per_context, seed=args.seed)
+    # the decoder first: a wrong name or command fails before the cases are built
+    adapter = None
+    if not args.list:
+        adapter = (open_decoder(args.decoder, args.timeout) if args.decoder
+                   else open_command(args.adapter_cmd, args.timeout))
+    try:
+        cases = collect_cases(fixtures=args.fixtures, sources=sources, per_context=args.per_context,
+                              seed=args.seed)
+    except BaseException:
+        if adapter is not None:
+            adapter.close()
+        raise
     if args.only:
         cases = [c for c in cases if any(c.id.startswith(p) for p in args.only)]
-    if args.list:
+    if adapter is None:
         for c in cases:
             print(f"{c.id}\t{c.level}\t{c.description}")
         return 0
-    adapter = open_decoder(args.decoder, args.timeout) if args.decoder else open_command(args.adapter_cmd, args.timeout)
     tty = sys.stderr.isatty()
 
     def progress(n: int, total: int, verdict: object) -> None:

@@ -77,7 +77,7 @@ def first_difference(expected: Any, actual: Any, path: str = "") -> str | None:
             if sub is not None:
                 return sub
         if len(expected) != len(actual):
-            return f"{path} ({len(expected)} items expected, {len(actual)} found)".lstrip(".")
+            return f"{path.lstrip('.')} ({len(expected)} items expected, {len(actual)} found)".lstrip()
         return None
     if expected != actual or type(expected) is not type(actual):
         return path.lstrip(".") or "(value)"
@@ -119,7 +119,7 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
         n = len(case.payloads)
         if err_at is not None and err_at < n:
             kind = kind_of(case.payloads[err_at])
-            what = "the message under test" if err_at in case.checked else f"message #{err_at} ({kind})"
+            what = "the message under test" if case.checked == (err_at,) else f"message #{err_at} ({kind})"
             return fail(f"rejected {what}: {_error_text(results[err_at])}", err_at,
                         case.expected[err_at], results[err_at])
         if err_at is not None and err_at == n:

@@ -1,0 +1,103 @@
+"""Conformance cases: stable ids, valid surroundings, malformed cases the reference rejects
+as catalogued, levels from spec/rules.yaml."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pgwire_spec.conformance.adapters.reference import decode_case
+from pgwire_spec.conformance.cases import (
+    builtin_cases,
+    collect_cases,
+    context_label,
+    derived_malformed_cases,
+    fixture_cases,
+    generated_cases,
+    kind_of,
+    level_of_rule,
+    malformed_cases,
+    section_of,
+)
+from pgwire_spec.fuzz.corpus import fixtures_root, load_fixture_streams
+
+
+def test_builtin_cases_check_every_payload() -> None:
+    cases = builtin_cases()
+    assert cases and all(c.level == "MUST" and c.error is None for c in cases)
+    for c in cases:
+        assert c.checked == tuple(range(len(c.payloads)))
+        assert len(c.expected) == len(c.payloads)
+
+
+def test_derived_malformed_cases_are_rejected_where_and_how_they_say() -> None:
+    cases = derived_malformed_cases()
+    rules = Counter(c.error.rule for c in cases)
+    for rule in ("truncated", "length-out-of-range", "unknown-tuple-kind", "unknown-message-tag",
+                 "trailing-bytes", "unknown-relation", "column-count-mismatch", "unexpected-message"):
+        assert rules[rule] > 0, rule
+    for c in cases:
+        res = decode_case(c.context, c.payloads)
+        assert len(res) == c.error.index + 1 and res[-1]["error"]["rule"] == c.error.rule, c.id
+    # every message kind has its truncations
+    kinds = {c.description.split()[0] for c in cases if c.error.rule == "truncated"}
+    assert {"Begin", "Insert", "Relation", "StreamAbort", "RollbackPrepared"} <= kinds
+
+
+def test_ids_are_unique_and_stable() -> None:
+    a = [c.id for c in collect_cases(sources=["builtin", "malformed"], per_context=3, seed=5)]
+    b = [c.id for c in collect_cases(sources=["builtin", "malformed"], per_context=3, seed=5)]
+    assert a == b and len(set(a)) == len(a)
+
+
+def test_fixture_cases_one_per_golden_message_in_a_valid_surrounding() -> None:
+    root = fixtures_root()
+    if root is None:
+        pytest.skip("no golden fixtures in this checkout (fixtures/)")
+    files = sorted(root.glob("pg1[06]-*.json*"))
+    streams = [s for f in files for s in load_fixture_streams(f)]
+    cases = [c for f in files for c in fixture_cases(f)]
+    assert len(cases) == sum(len(s.payloads) for s in streams) > 500
+    by_id = {c.id: c for c in cases}
+    for s in streams:
+        for i, cid in enumerate(s.ids or ()):
+            c = by_id[f"fixture/{cid}"]
+            (at,) = c.checked
+            assert c.payloads[at] == s.payloads[i] and c.expected[at] == s.expected[i]
+    # the surroundings are valid streams for a strict decoder
+    for c in cases[::25]:
+        assert all("message" in r for r in decode_case(c.context, c.payloads)), c.id
+
+
+def test_generated_and_strategy_malformed_cases() -> None:
+    gen = generated_cases(per_context=4, seed=1)
+    assert gen and all(c.source == "generated" and c.error is None for c in gen)
+    mal = [c for c in malformed_cases(per_context=6, seed=1) if not c.id.startswith("malformed/derived/")]
+    assert mal, "pgwire_spec.strategies.malformed_streams drew nothing"
+    for c in mal:
+        assert 0 <= c.error.index <= len(c.payloads)
+        assert c.level == level_of_rule(c.error.rule)
+
+
+def test_levels_sections_and_labels() -> None:
+    import yaml
+
+    from pgwire_spec.conformance.cases import _rules_catalogue
+
+    catalogue = _rules_catalogue()
+    if catalogue:  # spec/rules.yaml decides
+        import pgwire_spec
+
+        spec = Path(pgwire_spec.__file__).resolve().parents[1] / "spec" / "rules.yaml"
+        rules = yaml.safe_load(spec.read_text(encoding="utf-8"))["rules"]
+        for name, rule in rules.items():
+            assert level_of_rule(name) == rule["level"], name
+    assert level_of_rule("truncated") == "MUST"
+    assert level_of_rule("no-such-rule") == "MUST"
+    assert section_of("StreamAbort").endswith("› Stream Abort")
+    assert section_of("LogicalMessage").endswith("› Message")
+    assert kind_of(b"") == "empty payload" and kind_of(b"Z") == "unknown tag" and kind_of(b"B") == "Begin"
+    assert context_label({"protocol_version": 4, "streaming": "parallel", "binary": True}) == \
+        "proto4-streaming-parallel-binary"

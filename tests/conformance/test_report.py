@@ -1,0 +1,62 @@
+"""Reports: the terminal summary's last line, JUnit XML, the JSON index, the HTML matrix."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from pgwire_spec.conformance import FunctionAdapter, print_summary, run_cases, write_reports
+from pgwire_spec.conformance.adapters.reference import decode_case
+from pgwire_spec.conformance.cases import builtin_cases, derived_malformed_cases
+
+
+def _no_streaming(context: Any, payloads: Any) -> list[dict[str, Any]]:
+    """A decoder that knows no streaming message: the reference, until the first S."""
+    out = decode_case(context, payloads)
+    for i, p in enumerate(payloads):
+        if p[:1] == b"S" and i < len(out):
+            return out[:i] + [{"error": {"message": "unknown message 'S'"}}]
+    return out
+
+
+def _run() -> Any:
+    cases = builtin_cases() + [c for c in derived_malformed_cases() if c.level == "MUST"][:40]
+    return run_cases(FunctionAdapter(_no_streaming, name="nostream", version="9"), cases)
+
+
+def test_summary_ends_with_the_count_line() -> None:
+    result = _run()
+    out = io.StringIO()
+    print_summary(result, out)
+    lines = out.getvalue().splitlines()
+    p, f, s = result.count("passed"), result.count("failed"), result.count("skipped")
+    assert f > 0 and p > 0
+    assert lines[-1] == f"{p} passed, {f} failed, 0 skipped" and s == 0
+    assert lines[0] == "decoder: nostream 9"
+    assert any("FAIL [MUST] stream/builtin/proto2-streaming" in ln for ln in lines)
+
+
+def test_junit_index_and_html(tmp_path: Path) -> None:
+    result = _run()
+    paths = write_reports(result, tmp_path / "r")
+    root = ET.parse(paths["junit"]).getroot()
+    cases = root.findall(".//testcase")
+    assert len(cases) == len(result.verdicts)
+    assert len(root.findall(".//failure")) == result.count("failed")
+    fail = root.find(".//testcase[@name='stream/builtin/proto2-streaming']/failure")
+    assert fail is not None and "unknown message 'S'" in fail.get("message", "")
+    assert ">> #0 53" in (fail.text or "")  # the failing payload's hex, marked
+    index = json.loads(paths["index"].read_text())
+    assert index["summary"] == {"passed": result.count("passed"), "failed": result.count("failed"), "skipped": 0}
+    assert index["ok"] is False and index["decoder"] == "nostream"
+    # the matrix: streamed messages fail at protocol 2, protocol 1 inserts pass
+    assert index["matrix"]["StreamStart"]["2"][0] == 0 and index["matrix"]["StreamStart"]["2"][1] > 0
+    ok, total = index["matrix"]["Insert"]["1"]
+    assert total > 0 and ok == total
+    html = paths["html"].read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "http" not in html.split("<body>")[1]
+    assert "Message kind × protocol version" in html and "stream/builtin/proto2-streaming" in html
+    assert '<span class="hl">#0 53' in html
