@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check cases one by one only, not each group replayed as a stream")
     p.add_argument("--max-errors", type=int, default=50, help="mismatches to print (default: 50)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--spark", action="store_true",
+                   help="verify as a Spark job, one task per option set (pgwire_spec.fuzz.spark)")
+    p.add_argument("--master", default="local[*]", help="with --spark: the Spark master (default: local[*])")
     p.add_argument("--stats", action="store_true",
                    help="print a Markdown table of cases per major and message kind, then verify")
     p.add_argument("--drift", action="store_true",
@@ -45,7 +48,18 @@ def run(args: argparse.Namespace) -> int:
         from ..capture.stats import corpus_table
 
         print(corpus_table(args.paths))
-    report = verify_paths(args.paths, sequence=not args.no_sequence)
+    if args.spark:
+        import functools
+
+        from ..capture.verify import verify_group
+        from ..fuzz.spark import verify_fixtures_spark
+
+        report = verify_fixtures_spark(
+            args.paths, master=args.master, verify=functools.partial(verify_group, sequence=not args.no_sequence),
+            say=(lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True)),
+        )
+    else:
+        report = verify_paths(args.paths, sequence=not args.no_sequence)
     if args.json:
         print(json.dumps({
             "ok": report.ok, "files": report.files, "groups": report.groups, "cases": report.cases,
