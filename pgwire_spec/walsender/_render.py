@@ -28,6 +28,7 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,70 @@ class Plan:
     items: list[Write | Notice] = field(default_factory=list)
     #: The WAL position the stream has reached when every item is sent.
     end_lsn: int = 0
+    _frames: Frames | None = None
+
+    def frames(self) -> Frames:
+        """The items framed once (CopyData + XLogData header + payload, sendTime left 0),
+        shared by every connection that streams this plan."""
+        if self._frames is None:
+            self._frames = Frames(self.items)
+        return self._frames
+
+
+#: A frame up to its sendTime: CopyData 'd', Int32 length, XLogData 'w', dataStart, walEnd.
+_FRAME_HEAD = struct.Struct("!cIcQQ")
+
+
+class Frames:
+    """Every Write of a plan framed once (CopyData, XLogData header, payload), shared by the
+    connections that stream the plan, cut around the sendTime fields so that a run of frames
+    with a fresh sendTime is one ``stamp.join(…)``: ``heads[w]`` is frame w up to its
+    sendTime, ``payloads[w]`` its payload, ``mids[w]`` = ``payloads[w] + heads[w + 1]``.
+
+    Items are indexed as in the plan (a Notice is no frame): ``offsets[i]`` is where item i
+    starts in the framed stream, ``writes[i]`` the number of Writes before item i,
+    ``max_lsn[i]`` the highest write LSN up to item i, ``next_notice[i]`` the first Notice at
+    or after item i."""
+
+    __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "max_lsn", "next_notice")
+
+    def __init__(self, items: list[Write | Notice]) -> None:
+        heads: list[bytes] = []
+        payloads: list[bytes] = []
+        offsets = [0]
+        writes = [0]
+        max_lsn = []
+        pos = 0
+        top = 0
+        pack = _FRAME_HEAD.pack
+        for it in items:
+            if isinstance(it, Write):
+                heads.append(pack(b"d", 29 + len(it.payload), b"w", it.lsn, it.lsn))
+                payloads.append(it.payload)
+                pos += 30 + len(it.payload)
+                if it.lsn > top:
+                    top = it.lsn
+            offsets.append(pos)
+            writes.append(len(heads))
+            max_lsn.append(top)
+        self.heads = heads
+        self.payloads = payloads
+        self.mids = [payloads[w] + heads[w + 1] for w in range(len(heads) - 1)]
+        self.offsets = offsets
+        self.writes = writes
+        self.max_lsn = max_lsn
+        n = len(items)
+        nxt = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            nxt[i] = i if isinstance(items[i], Notice) else nxt[i + 1]
+        self.next_notice = nxt
+
+    def run(self, start: int, stop: int, stamp: bytes) -> bytes:
+        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*."""
+        a, b = self.writes[start], self.writes[stop]
+        if b - a == 1:
+            return self.heads[a] + stamp + self.payloads[a]
+        return stamp.join([self.heads[a], *self.mids[a:b - 1], self.payloads[b - 1]])
 
 
 _U = m.UNCHANGED

@@ -19,6 +19,7 @@ chapters and what real servers do (protocol-facts §4–6, the reference transcr
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import struct
@@ -92,7 +93,7 @@ CHUNK = 1 << 16
 _PG_EPOCH_UNIX = 946684800
 
 _XLOG_HEADER = struct.Struct("!cIcQQQ")  # CopyData 'd', length, XLogData 'w', start, end, time
-_KEEPALIVE = struct.Struct("!cIcQQB")  # CopyData 'd', length, 'k', walEnd, sendTime, reply
+_TS = struct.Struct("!q")
 
 
 def pg_now() -> int:
@@ -273,6 +274,9 @@ class Connection:
         self.secret = os.urandom(4)
         self.tx = "I"
         self.stream: _Stream | None = None
+        #: A stream the core does not run itself (physical replication, BASE_BACKUP: see
+        #: pgwire_spec.physical.serve): it gets ``input(msg, now)`` and ``produce(now)``.
+        self.delegate: Any = None
         self.close_action: Close | None = None
         self.eof = False
         self.cancel_requested = False
@@ -357,6 +361,8 @@ class Connection:
             return self._gone()
         if self.phase == "streaming" and self.stream is not None:
             return self._produce(now)
+        if self.phase == "streaming" and self.delegate is not None:
+            return self.delegate.produce(now)  # type: ignore[no-any-return]
         return Wait(None)
 
     def _gone(self) -> Action:
@@ -411,7 +417,10 @@ class Connection:
             else:
                 self.fatal(ServerError("08P01", f"invalid frontend message type {ord(msg.tag)}"))
         elif self.phase == "streaming":
-            self._stream_input(msg, now)
+            if self.delegate is not None:
+                self.delegate.input(msg, now)
+            else:
+                self._stream_input(msg, now)
 
     # -- startup and authentication --------------------------------------------------------
     def _startup(self, msg: Any) -> None:
@@ -643,6 +652,12 @@ class Connection:
         persona_ = self.server.persona
         if cmd.keyword not in persona_.commands:
             raise ServerError("42601", "syntax error")
+        if self.server.scenario.physical is not None:
+            from ..physical.serve import command as physical_command
+
+            handled = physical_command(self, cmd, now)
+            if handled is not None:
+                return handled
         if isinstance(cmd, rc.IdentifySystem):
             sc = self.server.scenario.server
             self._result((("systemid", 25), ("timeline", persona_.timeline_type), ("xlogpos", 25), ("dbname", 25)),
@@ -972,14 +987,18 @@ class Connection:
         return Wait(None)
 
     def _frames(self, st: _Stream, limit: int, now: float, modifiers: list[str]) -> None:
-        """Append XLogData frames for plan items [index, limit) up to CHUNK bytes."""
+        """Append XLogData frames for plan items [index, limit), up to about CHUNK bytes."""
         items = st.plan.items
-        out = self.out
         ts = pg_now()
-        size = 0
+        if not modifiers and (st.decoder is None or self.server.transcript is None):
+            self._fast_frames(st, limit, ts)
+            if st.index >= limit or st.index >= len(items) or not isinstance(items[st.index], Notice):
+                return
+        out = self.out
         record = self.server.transcript is not None
         pack = _XLOG_HEADER.pack
         i = st.index
+        size = 0
         while i < limit and size < CHUNK:
             item = items[i]
             i += 1
@@ -993,31 +1012,25 @@ class Connection:
                 self._end_stream(copy_done=False)
                 return
             payload = item.payload
+            dup = False
             if modifiers:
                 for mod in modifiers:
-                    f_payload = payload
                     if mod == "corrupt":
                         fault = self._last_fault("corrupt")
-                        off = min(max(fault.offset, 0), max(len(f_payload) - 1, 0))
-                        b = bytearray(f_payload)
+                        b = bytearray(payload)
                         if b:
-                            b[off] ^= fault.xor & 0xFF
+                            b[min(max(fault.offset, 0), len(b) - 1)] ^= fault.xor & 0xFF
                         payload = bytes(b)
                     elif mod == "truncate":
                         fault = self._last_fault("truncate")
-                        keep = fault.keep if fault.keep is not None else len(f_payload) // 2
-                        payload = f_payload[:max(0, keep)]
-                dup = "duplicate" in modifiers
+                        keep = fault.keep if fault.keep is not None else len(payload) // 2
+                        payload = payload[:max(0, keep)]
+                    elif mod == "duplicate":
+                        dup = True
                 modifiers = []
-            else:
-                dup = False
             lsn = item.lsn
             frame = pack(b"d", 29 + len(payload), b"w", lsn, lsn, ts) + payload
-            out.append(frame)
-            size += len(frame)
-            if record:
-                self._record_write(st, lsn, ts, payload, item)
-            if dup:
+            for _ in range(2 if dup else 1):
                 out.append(frame)
                 size += len(frame)
                 if record:
@@ -1027,6 +1040,29 @@ class Connection:
             if lsn > st.wal_end:
                 st.wal_end = lsn
         st.index = i
+
+    def _fast_frames(self, st: _Stream, limit: int, ts: int) -> None:
+        """Frames straight from the plan's shared byte string: one slice, sendTime patched in
+        place; stops before a Notice."""
+        fr = st.plan.frames()
+        i = st.index
+        stop = min(limit, fr.next_notice[i])
+        if stop <= i:
+            return
+        offsets = fr.offsets
+        # the first item whose end lies CHUNK bytes past the start
+        j = bisect.bisect_left(offsets, offsets[i] + CHUNK, i + 1, stop + 1)
+        j = max(i + 1, min(j, stop))
+        self.out.append(fr.run(i, j, _TS.pack(ts)))
+        n = j - i
+        st.sent += n
+        self.messages_sent += n
+        top = fr.max_lsn[j - 1]
+        if top > st.wal_end:
+            st.wal_end = top
+        if self.server.transcript is not None:
+            self.server.transcript.add_stream(self.id, self.server.elapsed(), st.plan.items, i, j, ts)
+        st.index = j
 
     def _last_fault(self, action: str) -> Fault:
         faults = self.server.faults

@@ -313,6 +313,8 @@ class Scenario:
     #: A recorded stream to serve instead of ``history`` (replay, hypothesis streams).
     raw: RawStream | None = None
     name: str = "scenario"
+    #: Physical replication served from a recording (pgwire_spec.physical.serve.PhysicalSource).
+    physical: Any = None
 
     # -- lookups ---------------------------------------------------------------------------
     def table(self, name: str) -> Table:
@@ -521,7 +523,7 @@ class _Loader:
         from .faults import parse_faults
 
         self.keys("", data, ("name", "server", "auth", "publications", "tables", "transactions",
-                             "slots", "keepalive", "faults", "replay"))
+                             "slots", "keepalive", "faults", "replay", "physical"))
         rec = None
         server_data = data.get("server") or {}
         if data.get("replay") is not None:
@@ -541,6 +543,13 @@ class _Loader:
                     # just before the first recorded write, so the slot starts before it
                     defaults["start_lsn"] = max(0, (min(starts) - 8) & ~7)
                 server_data = {**defaults, **server_data}
+        physical = None
+        if data.get("physical") is not None:
+            from ..physical.scenario import load_physical
+
+            physical = load_physical(data["physical"], "physical")
+            if isinstance(server_data, Mapping):
+                server_data = {**physical.server_defaults(), **server_data}
         server = self.server(server_data)
         auth = self.auth(data.get("auth") or {})
         tables_data = data.get("tables") or {}
@@ -570,7 +579,7 @@ class _Loader:
         scenario = Scenario(
             server=server, auth=auth, publications=publications, tables=tuple(tables),
             history=history, slots=slots, keepalive=keepalive, faults=faults, raw=raw,
-            name=str(data.get("name") or name),
+            name=str(data.get("name") or name), physical=physical,
         )
         # Simulate once: an update of a missing row, a prepared gid never prepared … fail here.
         from ._history import compile_history

@@ -33,7 +33,7 @@ from .transcript import Transcript
 __all__ = ["FakeWalsender", "SyncFakeWalsender"]
 
 #: Ask the core for more only when the socket's write buffer holds less than this.
-HIGH_WATER = 1 << 17
+HIGH_WATER = 1 << 18
 
 
 def _as_scenario(scenario: Scenario | str | Path | Mapping[str, Any]) -> Scenario:
@@ -175,6 +175,9 @@ class FakeWalsender:
 
         pumper = loop.create_task(pump())
         transport = writer.transport
+        # Keep the kernel fed between wake-ups; memory per connection stays bounded by
+        # HIGH_WATER + one chunk (backpressure: the core is asked for more only below it).
+        transport.set_write_buffer_limits(high=HIGH_WATER, low=HIGH_WATER // 4)
         try:
             while True:
                 action = conn.next_action(loop.time())

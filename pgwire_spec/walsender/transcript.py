@@ -98,14 +98,63 @@ class Entry:
         return out
 
 
+class _StreamRun:
+    """Consecutive XLogData a connection sent in one go, kept as a reference to the plan's
+    items and expanded into entries only when the transcript is read."""
+
+    __slots__ = ("connection", "time", "items", "start", "stop", "send_time")
+
+    def __init__(self, connection: int, time: float, items: list[Any], start: int, stop: int,
+                 send_time: int) -> None:
+        self.connection = connection
+        self.time = time
+        self.items = items
+        self.start = start
+        self.stop = stop
+        self.send_time = send_time
+
+    def expand(self) -> list[Entry]:
+        from ..replication.messages import XLogData
+
+        out = []
+        for it in self.items[self.start:self.stop]:
+            payload = getattr(it, "payload", None)
+            if payload is None:
+                continue  # a Notice: recorded as its own entry
+            out.append(Entry(self.connection, "B", self.time, None,
+                             XLogData(it.lsn, it.lsn, self.send_time, payload), it.message))
+        return out
+
+
 class Transcript:
     """The entries of one fake server, in the order they happened."""
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self._raw: list[Entry | _StreamRun] = []
+        self._expanded: list[Entry] = []
+        self._done = 0
 
     def add(self, entry: Entry) -> None:
-        self.entries.append(entry)
+        self._raw.append(entry)
+
+    def add_stream(self, connection: int, time: float, items: list[Any], start: int, stop: int,
+                   send_time: int) -> None:
+        """Record XLogData items[start:stop] of a plan, sent at *time* with *send_time*."""
+        self._raw.append(_StreamRun(connection, time, items, start, stop, send_time))
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry, in order (stream runs expanded on first read)."""
+        raw = self._raw
+        n = len(raw)
+        for i in range(self._done, n):
+            r = raw[i]
+            if isinstance(r, _StreamRun):
+                self._expanded.extend(r.expand())
+            else:
+                self._expanded.append(r)
+        self._done = n
+        return self._expanded
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(list(self.entries))
