@@ -1,0 +1,181 @@
+"""Streaming speed of the fake walsender against a real PostgreSQL 15 walsender, side by side
+in one run, both measured through the same client: pg_recvlogical.
+
+    python benchmarks/bench_walsender.py [--transactions 2000] [--rows 100] [--repeat 5] [--json out.json]
+
+Workload: ``transactions`` transactions of ``rows`` inserts each into
+``items (id int8 primary key, payload text, n int4)`` with a 50-byte payload, pgoutput
+protocol 1, publication ``pub`` (inserts only). Per run, each server streams exactly those
+rows to ``pg_recvlogical --start -E <end LSN>``: the time is from starting pg_recvlogical
+to its exit at the end position (connection, authentication, START_REPLICATION, the whole
+stream, CopyDone both ways).
+
+- **real**: PostgreSQL 15 (Debian's postgresql-15, via ``pgwire_spec.servers``, trust auth):
+  for each run a new slot is created, the rows are inserted (not timed), then streamed.
+- **fake**: a :class:`~pgwire_spec.walsender.FakeWalsender` serving the same rows as a
+  scenario (trust auth, persona 15), running in its own process (``pgwire-spec serve``);
+  the slot's position is reset between runs with a fresh slot. Its first run also renders
+  and frames the scenario (reported apart as "cold"); later runs stream the plan it keeps.
+
+Two sinks for pg_recvlogical's output: ``/dev/null`` (the client's own writes cost almost
+nothing, so the servers' speed shows) and a file (``-F 0``: no fsync; the client's two
+write() calls per message then bound both servers). Runs alternate real/fake; medians are
+reported, with messages/s (pgoutput messages: Begin, Relation, Insert, Commit) and MB/s
+(pgoutput payload bytes as pg_recvlogical wrote them, newlines included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pgwire_spec.lsn import format_lsn  # noqa: E402
+from pgwire_spec.servers import provider  # noqa: E402
+from pgwire_spec.servers.system import find_system_bin_dir  # noqa: E402
+
+PAD = "x" * 40
+
+
+def scenario(transactions: int, rows: int) -> dict[str, Any]:
+    return {
+        "server": {"version": "15.4"},
+        "publications": {"pub": {"tables": ["public.items"], "publish": "insert"}},
+        "tables": {"public.items": {"columns": [
+            {"name": "id", "type": "int8", "key": True}, {"name": "payload", "type": "text"},
+            {"name": "n", "type": "int4"}]}},
+        "keepalive": {"interval": 10},
+        "transactions": [
+            {"changes": [{"insert": "public.items",
+                          "new": {"id": t * rows + i, "payload": f"row {t * rows + i} {PAD}", "n": i}}
+                         for i in range(rows)]}
+            for t in range(transactions)
+        ],
+    }
+
+
+def recvlogical(binary: str, host: str, port: int, slot: str, endpos: str, sink: str) -> float:
+    if sink != "/dev/null" and os.path.exists(sink):
+        os.remove(sink)  # pg_recvlogical appends
+    t0 = time.perf_counter()
+    subprocess.run(
+        [binary, "-h", host, "-p", str(port), "-U", "postgres", "-d", "postgres", "-S", slot, "--no-loop",
+         "--start", "-o", "proto_version=1", "-o", "publication_names=pub", "-E", endpos, "-F", "0", "-f", sink],
+        check=True, capture_output=True, timeout=600,
+    )
+    return time.perf_counter() - t0
+
+
+def create_slot(binary: str, host: str, port: int, slot: str) -> None:
+    subprocess.run([binary, "-h", host, "-p", str(port), "-U", "postgres", "-d", "postgres", "-S", slot,
+                    "--create-slot", "-P", "pgoutput"], check=True, capture_output=True, timeout=60)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--transactions", type=int, default=2000)
+    ap.add_argument("--rows", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", help="write the results to this file")
+    args = ap.parse_args()
+
+    import psycopg
+
+    bin_dir = find_system_bin_dir(15)
+    binary = str(bin_dir / "pg_recvlogical")
+    n_tx, rows = args.transactions, args.rows
+    messages = n_tx * (rows + 2) + 1  # B, I…, C per transaction; one Relation
+    tmp = Path(tempfile.mkdtemp(prefix="bench-walsender-"))
+    results: dict[str, dict[str, list[float]]] = {
+        "real": {"/dev/null": [], "file": []}, "fake": {"/dev/null": [], "file": []}}
+    sizes: dict[str, int] = {}
+    cold: float | None = None
+    scen_path = tmp / "bench.json"
+    scen_path.write_text(json.dumps(scenario(n_tx, rows)))
+
+    from pgwire_spec.walsender import Scenario
+    from pgwire_spec.walsender._history import compile_history
+
+    fake_end = compile_history(Scenario.from_file(scen_path)).end_lsn
+    serve = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(scen_path), "--quiet"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        line = serve.stdout.readline() if serve.stdout else ""
+        fake_port = int(line.split()[2].rsplit(":", 1)[1])
+        with provider("system", 15) as pg, psycopg.connect(pg.dsn, autocommit=True) as c:
+            c.execute("CREATE TABLE items (id int8 PRIMARY KEY, payload text, n int4)")
+            c.execute("CREATE PUBLICATION pub FOR TABLE items WITH (publish = 'insert')")
+            c.execute("""CREATE PROCEDURE fill(base int8, ntx int, per int) LANGUAGE plpgsql AS $$
+                BEGIN FOR t IN 0..ntx-1 LOOP
+                  INSERT INTO items SELECT base + t*per + i, 'row ' || (t*per+i) || ' ' || repeat('x', 40), i
+                    FROM generate_series(0, per-1) i;
+                  COMMIT;
+                END LOOP; END $$""")
+            run = 0
+            for rep in range(args.repeat + 1):  # the first round warms both up, not counted
+                for sink_name in ("/dev/null", "file"):
+                    sink = "/dev/null" if sink_name == "/dev/null" else str(tmp / "out.bin")
+                    # real
+                    slot = f"r{run}"
+                    c.execute("TRUNCATE items")  # not published (publish = 'insert')
+                    c.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+                    c.execute(f"CALL fill(0, {n_tx}, {rows})")
+                    end = str(c.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
+                    dt = recvlogical(binary, pg.host, pg.port, slot, end, sink)
+                    c.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+                    if sink_name == "file":
+                        sizes["real"] = os.path.getsize(sink)
+                    if rep:
+                        results["real"][sink_name].append(dt)
+                    # fake
+                    fslot = f"f{run}"
+                    create_slot(binary, "127.0.0.1", fake_port, fslot)
+                    dt = recvlogical(binary, "127.0.0.1", fake_port, fslot, format_lsn(fake_end), sink)
+                    if sink_name == "file":
+                        sizes["fake"] = os.path.getsize(sink)
+                    if rep:
+                        results["fake"][sink_name].append(dt)
+                    elif cold is None:
+                        cold = dt
+                    run += 1
+    finally:
+        serve.terminate()
+        serve.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"pg_recvlogical streaming {messages:,} pgoutput messages ({n_tx:,} transactions x {rows} inserts), "
+          f"medians of {args.repeat} runs, {os.cpu_count()} CPUs")
+    print(f"bytes written by pg_recvlogical: real {sizes.get('real', 0):,}, fake {sizes.get('fake', 0):,}")
+    out: dict[str, Any] = {"messages": messages, "transactions": n_tx, "rows": rows, "repeat": args.repeat,
+                           "bytes": sizes, "cold_fake_seconds": cold, "runs": results}
+    for sink_name in ("/dev/null", "file"):
+        print(f"\nsink {sink_name}:")
+        med = {}
+        for who in ("real", "fake"):
+            m = statistics.median(results[who][sink_name])
+            med[who] = m
+            mb = sizes.get(who, 0) / m / 1e6
+            print(f"  {who:4}  {m:7.3f} s   {messages / m:>11,.0f} msg/s   {mb:7.1f} MB/s")
+        ratio = med["real"] / med["fake"]
+        print(f"  fake / real: {ratio:.2f}x")
+        out[f"ratio {sink_name}"] = ratio
+    if cold is not None:
+        print(f"\nfake, first run (renders and frames the scenario, /dev/null): {cold:.3f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
