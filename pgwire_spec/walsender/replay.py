@@ -7,6 +7,7 @@ In a scenario file::
     replay: {session: fixtures/sessions/pg16-session-p4-parallel-messages.json.gz}
     replay: {payloads: my_payloads.jsonl}     # one hex payload per line, or {"hex": …, "lsn": …}
     replay: {hex: ["42000000…", "52000040…"]}
+    replay: {hypothesis: {seed: 7, protocol_version: 4, streaming: parallel}}   # strategies.streams
 
 A fixture group gives the pgoutput payloads in stream order with the LSNs the server
 reported (Relation and Type — and a Begin, Begin Prepare or Stream Start followed by an
@@ -162,16 +163,30 @@ def load_replay(spec: Any, where: str = "replay") -> Recording:
     if not isinstance(spec, Mapping):
         raise ScenarioError(where, "a mapping like {fixture: path, group: name}", repr(spec))
     keys = set(spec)
-    allowed = {"fixture", "group", "session", "payloads", "hex", "options"}
+    allowed = {"fixture", "group", "session", "payloads", "hex", "hypothesis", "options"}
     if keys - allowed:
         raise ScenarioError(where, f"keys among {', '.join(sorted(allowed))}", f"unknown key {sorted(keys - allowed)[0]!r}")
-    sources = keys & {"fixture", "session", "payloads", "hex"}
+    sources = keys & {"fixture", "session", "payloads", "hex", "hypothesis"}
     if len(sources) != 1:
-        raise ScenarioError(where, "exactly one of fixture, session, payloads, hex", ", ".join(sorted(sources)) or "none")
+        raise ScenarioError(where, "exactly one of fixture, session, payloads, hex, hypothesis",
+                            ", ".join(sorted(sources)) or "none")
     if "fixture" in spec:
         rec = from_fixture(spec["fixture"], spec.get("group"), where=where)
     elif "session" in spec:
         rec = from_session(spec["session"], where=where)
+    elif "hypothesis" in spec:
+        args = spec["hypothesis"] or {}
+        if not isinstance(args, Mapping):
+            raise ScenarioError(f"{where}.hypothesis", "a mapping like {seed: 7, protocol_version: 2}", repr(args))
+        kwargs = dict(args)
+        seed = kwargs.pop("seed", 0)
+        try:
+            stream = draw_stream(int(seed), **kwargs)
+        except TypeError as exc:
+            raise ScenarioError(f"{where}.hypothesis", "arguments of pgwire_spec.strategies.streams", str(exc)) from None
+        sc = from_stream(stream)
+        assert sc.raw is not None
+        rec = Recording(sc.raw, ("pub",))
     elif "payloads" in spec:
         rec = from_payloads_file(spec["payloads"], where=where)
     else:
@@ -228,3 +243,23 @@ def from_stream(stream: Any, *, server: ServerInfo | None = None, auth: AuthConf
     raw = RawStream(payloads, tuple((x, x) for x in lsns) if lsns is not None else None, _options_tuple(pg_options))
     rec = Recording(raw, tuple(publications))
     return scenario_from_recording(rec, server=server, auth=auth, name="hypothesis")
+
+
+def draw_stream(seed: int, min_messages: int = 8, **kwargs: Any) -> Any:
+    """One stream from ``pgwire_spec.strategies.streams(**kwargs)`` with at least
+    *min_messages* messages, the same for the same *seed* (and the same hypothesis and
+    pgwire-spec versions): the first such draw of a generator seeded with *seed*, not shrunk."""
+    import random
+
+    import hypothesis  # first: the strategies module registers itself when hypothesis loads
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    from ..strategies import streams
+
+    del hypothesis
+    return find(
+        streams(**kwargs), lambda s: len(s.payloads) >= min_messages,
+        settings=settings(phases=[Phase.generate], database=None, max_examples=2000, deadline=None,
+                          suppress_health_check=list(HealthCheck)),
+        random=random.Random(seed),
+    )
