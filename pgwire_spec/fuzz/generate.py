@@ -78,6 +78,11 @@ def stream_strategies(context: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """(``valid``|``malformed``, strategy) for one context, as far as the strategies exist."""
     from .. import strategies
 
+    # Both strategy modules loaded before the first draw: importing the malformed-stream
+    # module changes what streams() draws afterwards (an import-order effect in the
+    # strategies), which would make a process's first draws differ from later ones.
+    for name in ("streams", "malformed_streams"):
+        getattr(strategies, name, None)
     kwargs = dict(context)
     if strategies_available("streams"):
         yield "valid", strategies.streams(**kwargs)  # type: ignore[attr-defined]

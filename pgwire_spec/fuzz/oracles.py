@@ -147,6 +147,7 @@ class ReferenceOracle:
                      lenient: bool = True) -> Violation | None:
         """Decode *payloads* strict (and lenient, with *lenient*); the same guarantees per
         payload, and ``finish`` raises nothing but DecodeError."""
+        rejected = False
         for strict in (True, False) if lenient else (True,):
             try:
                 dec = PgOutputDecoder(strict=strict, **options)
@@ -161,6 +162,7 @@ class ReferenceOracle:
                 except DecodeError as err:
                     if err.rule == "internal":
                         return (f"internal:{_tag(p)}:{signature_path(err.field)}", "internal", str(err))
+                    rejected = rejected or strict
                     break
                 except Exception as exc:  # noqa: BLE001
                     mode = "strict" if strict else "lenient"
@@ -173,11 +175,14 @@ class ReferenceOracle:
                 try:
                     dec.finish()
                 except DecodeError:
-                    pass
+                    rejected = rejected or strict
                 except Exception as exc:  # noqa: BLE001
                     return (f"exception:{type(exc).__name__}:finish:{_where(exc)}", "exception",
                             f"finish(): {type(exc).__name__}: {exc}")
-        self.accepted += 1
+        if rejected:
+            self.rejected += 1
+        else:
+            self.accepted += 1
         return None
 
 
