@@ -312,7 +312,7 @@ class Scenario:
     faults: tuple[Any, ...] = ()
     #: A recorded stream to serve instead of ``history`` (replay, hypothesis streams).
     raw: RawStream | None = None
-    name: str = "scenario"
+    name: str = field(default="scenario", compare=False)
     #: Physical replication served from a recording (pgwire_spec.physical.serve.PhysicalSource).
     physical: Any = None
 
@@ -396,21 +396,23 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
     """A scenario from a YAML/JSON file path, a YAML/JSON text, or a mapping."""
     if isinstance(source, Mapping):
         return Scenario.from_dict(source)
-    text: str
     name = "scenario"
-    path = Path(source) if not (isinstance(source, str) and "\n" in source) else None
-    if path is not None and path.exists():
+    text: str | None = None
+    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith(("{", "server:", "---"))):
+        text = source
+    else:
+        path = Path(source)
+        try:
+            exists = path.is_file()
+        except OSError:
+            exists = False
+        if not exists:
+            raise ScenarioError(str(source), "an existing scenario file (YAML or JSON)", "no such file")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(str(path), "a readable UTF-8 YAML or JSON file", str(exc)) from None
         name = path.stem
-    elif path is not None and not isinstance(source, str):
-        raise ScenarioError(str(path), "an existing scenario file", "no such file")
-    elif isinstance(source, str) and "\n" not in source and (source.endswith((".yaml", ".yml", ".json"))):
-        raise ScenarioError(source, "an existing scenario file", "no such file")
-    else:
-        text = str(source)
     data = _parse_text(text, name)
     if not isinstance(data, Mapping):
         raise ScenarioError(name, "a mapping at the top level", type(data).__name__)

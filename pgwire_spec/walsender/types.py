@@ -227,6 +227,8 @@ def resolve_type(spec: Any) -> ColumnType:
         return ColumnType(spec, f"type_{spec}", "pg_catalog" if spec < FIRST_USER_OID else "public")
     if not isinstance(spec, str):
         raise ValueError(f"expected a type name like 'int4' or 'text', found {spec!r}")
+    if spec.strip() == '"char"':
+        return ColumnType(18, "char")
     m = _TYPE_RE.match(spec.lower())
     if not m:
         raise ValueError(f"expected a type name like 'int4', 'varchar(20)' or 'int4[]', found {spec!r}")
