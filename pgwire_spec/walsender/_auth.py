@@ -129,7 +129,9 @@ class Authenticator:
 
     def start(self) -> AuthStep:
         if self.method == "trust":
-            if self.refuse or (self.users and self.user not in self.users):
+            if self.refuse:
+                raise _failed(self.user, "password")
+            if self.users and self.user not in self.users:
                 raise ServerError(
                     "28000", f'no pg_hba.conf entry for replication connection from host "127.0.0.1", '
                              f'user "{self.user}", no encryption', severity="FATAL")
