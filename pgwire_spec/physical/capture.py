@@ -32,7 +32,7 @@ from ..capture.session import Replicated, SessionError, _Conn
 from ..errors import PgWireError
 from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive
-from ..servers import Server
+from ..servers import Provider, Server
 from ..servers._base import ClusterProvider, LocalCluster, describe_server, server_user
 from ..servers.system import SystemProvider
 from ..wire import AuthenticationOk, CopyBothResponse, ErrorResponse, ReadyForQuery, WireMessage
@@ -110,7 +110,7 @@ class _Recorder:
         self.server = server
         self.name = name
         self.client = PhysicalClient(user=server.user, segment_size=segment_size)
-        self.conn = _Conn(server, self.client, timeout)
+        self.conn = _Conn(server, self.client, timeout)  # type: ignore[arg-type]  # same interface
         self.conn.send(self.client.startup())
         ev = self.conn.event()
         if not isinstance(ev, AuthenticationOk):
@@ -139,7 +139,9 @@ class _Recorder:
         self.conn.send(self.client.start_replication(lsn, timeline, slot))
         first = self.conn.event()
         if not isinstance(first, CopyBothResponse):
-            return [first] + self._until_ready()  # type: ignore[list-item]
+            if isinstance(first, ReadyForQuery):
+                return [first]
+            return [first, *self._until_ready()] if isinstance(first, WireMessage) else self._until_ready()
         pending = list(steps)
         target: int | None = None
         asked = 0.0
@@ -181,11 +183,20 @@ class _Recorder:
         return conversation_from(self.name, self.client.transcript)
 
 
+def _steps(conn: psycopg.Connection[Any], statements: tuple[str, ...]) -> tuple[Callable[[], None], ...]:
+    """One callable per workload statement, run between reads of the stream."""
+    def step(sql: str) -> Callable[[], None]:
+        def run() -> None:
+            conn.execute(sql.encode())
+        return run
+    return tuple(step(sql) for sql in statements)
+
+
 def _errors(messages: list[WireMessage]) -> list[str]:
     return [f"{m.code} {m.message}" for m in messages if isinstance(m, ErrorResponse)]
 
 
-def record_physical(prov: ClusterProvider | None = None, *, progress: Progress | None = None,
+def record_physical(prov: Provider | None = None, *, progress: Progress | None = None,
                     segment_size_mb: int = 1) -> PhysicalRecording:
     """Record the physical streams of a real server across a promotion (see the module
     docstring). *prov*: a provider that runs local binaries (``system``, ``npm``,
@@ -221,7 +232,7 @@ def record_physical(prov: ClusterProvider | None = None, *, progress: Progress |
             rec.command(cmd)
         sql_conn = psycopg.connect(server.dsn, autocommit=True, connect_timeout=10)
         with sql_conn:
-            steps = tuple((lambda s=s: sql_conn.execute(s) and None) for s in WORKLOAD["primary"])
+            steps = _steps(sql_conn, WORKLOAD["primary"])
             xmin = int(_sql(server, "SELECT txid_current()::text::bigint")[0][0]) & 0xFFFFFFFF
             rec.stream(start, 1, slot=SLOT, steps=steps, until=lambda: _flush_lsn(server), feedback_xmin=xmin)
         rec.command(f'READ_REPLICATION_SLOT "{SLOT}"')
@@ -265,7 +276,7 @@ def record_physical(prov: ClusterProvider | None = None, *, progress: Progress |
         rec.stream(switch, 1)  # at the very end of the old timeline: no COPY mode
         sql_conn = psycopg.connect(promoted.dsn, autocommit=True, connect_timeout=10)
         with sql_conn:
-            steps = tuple((lambda s=s: sql_conn.execute(s) and None) for s in WORKLOAD["promoted"])
+            steps = _steps(sql_conn, WORKLOAD["promoted"])
             rec.stream(segment_start(switch, seg), 2, slot=SLOT, steps=steps, until=lambda: _flush_lsn(promoted))
         conversations.append(rec.close())
         say(f"promoted: timeline 1 ends at {format_lsn(switch)}; streamed timeline 2 to "

@@ -28,10 +28,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capture.fixture import FixtureError, _dumps, _need, load_document, write_text
-from ..capture.session import Exchange
 from ..errors import CommandSyntaxError, DecodeError
 from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
@@ -49,6 +48,9 @@ from ..wire import (
 )
 from .history import History, TimelineEntry, history_file_name, parse_history
 from .wal import XLOG_BLCKSZ, WalError, WalStore
+
+if TYPE_CHECKING:  # the capture's socket loop stays out of the format's imports
+    from ..capture.session import Exchange
 
 __all__ = [
     "PHYSICAL_FORMAT",

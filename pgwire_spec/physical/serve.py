@@ -314,14 +314,13 @@ class _Delegate:
     def _limit(self) -> int | None:
         """Messages that may go before the next positional fault."""
         book = self.conn.server.faults
-        ahead = [book.faults[i].after_messages - self.sent for i in self.fault_ids
-                 if book.faults[i].after_messages is not None and book.faults[i].after_messages > self.sent]
+        ahead = [n - self.sent for n in (book.faults[i].after_messages for i in self.fault_ids)
+                 if n is not None and n > self.sent]
         return min(ahead) if ahead else None
 
     def _deadline(self, base: float | None) -> float | None:
         book = self.conn.server.faults
-        times = [self.started + book.faults[i].after_seconds for i in self.fault_ids  # type: ignore[operator]
-                 if book.faults[i].after_seconds is not None]
+        times = [self.started + t for t in (book.faults[i].after_seconds for i in self.fault_ids) if t is not None]
         if base is not None:
             times.append(base)
         return min(times) if times else None
@@ -484,7 +483,7 @@ class WalStream(_Delegate):
                 conn.messages_sent += 1
                 size += len(frame)
                 if record:
-                    conn._record("B", None, XLogData(start, wal_end, ts, data))
+                    conn._record("B", None, XLogData(start, wal_end, ts, data))  # type: ignore[call-arg]
             self.sent += 1
             self.sent_ptr = max(self.sent_ptr, end)
 
