@@ -13,6 +13,8 @@ What the server says depends on its persona (the scenario's server version, 10 â
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .core import Close, Connection, Send, ServerState, SlotState, Wait
 from .faults import ACTIONS as FAULT_ACTIONS
 from .faults import Fault
@@ -39,9 +41,21 @@ from .scenario import (
     Transaction,
     load_scenario,
 )
-from .server import FakeWalsender, SyncFakeWalsender
 from .transcript import Entry, Transcript
 from .types import ColumnType, resolve_type
+
+if TYPE_CHECKING:
+    from .server import FakeWalsender, SyncFakeWalsender
+
+
+def __getattr__(name: str) -> Any:
+    # The asyncio shell is imported on first use, so the sans-IO core imports no I/O module.
+    if name in ("FakeWalsender", "SyncFakeWalsender"):
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FakeWalsender",

@@ -449,6 +449,9 @@ class _Renderer:
         txn: TxnEvent = ev
         if txn.commit_lsn < self.start or self.origin_skipped(txn):
             return
+        if any(isinstance(it, ChangeEvent) and it.kind != "message" for it in txn.items):
+            # the first decoded change loads the publications, published or not
+            self.load_publications()
         if txn.outcome == "abort":
             if self.should_stream(txn):
                 self.streamed(txn)

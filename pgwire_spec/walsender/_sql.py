@@ -384,7 +384,8 @@ class _Answerer:
         return Result(tuple(cols), rows, f"SELECT {len(rows)}")
 
     def copy(self, text: str) -> CopyOut:
-        m = re.fullmatch(r"copy (.+?) to stdout(?: (?:with )?\((.*)\)| with (binary)| (binary))?", text, re.IGNORECASE)
+        m = re.fullmatch(r"copy (.+?) to stdout(?: ?(?:with ?)?\((.*)\)| with (binary)| (binary))?", text,
+                         re.IGNORECASE)
         if not m:
             raise ServerError("0A000", "the fake walsender answers only COPY … TO STDOUT",
                               detail=f"Statement: {text[:200]}")
