@@ -722,7 +722,7 @@ def malformed_streams(
         v = draw(st.sampled_from(usable))
         ctx = draw(_contexts_for(v, fixed))
         b = Builder(draw, ctx, max_changes=max_changes)
-        b.run(draw(st.integers(0, max_steps)))
+        b.run(max_steps)
         how = framing or ("walsender" if v.framing == "walsender" else draw(st.sampled_from(["pgoutput", "walsender"])))
         if v.framing == "walsender":
             msgs, index, rule = _walsender_case(draw, v.name, b)

@@ -56,7 +56,8 @@ class Stream:
 
     ``options`` are the keyword arguments of :class:`~pgwire_spec.PgOutputDecoder`;
     ``in_stream[i]`` says whether message *i* sits in a streamed block (for
-    :func:`~pgwire_spec.decode_message`); ``write_lsns[i]`` is the dataStart/walEnd a
+    :func:`~pgwire_spec.decode_message`; Stream Stop included, Stream Start not);
+    ``write_lsns[i]`` is the dataStart/walEnd a
     walsender gives message *i* in its XLogData.
     """
 
@@ -105,6 +106,11 @@ def choose(draw: st.DrawFn, options: Sequence[T]) -> T:
 
 
 _BUILTINS = st.sampled_from(BUILTIN_TYPES)
+
+
+@st.composite
+def _span(draw: st.DrawFn, body: Any) -> Any:
+    return body(draw)
 _LSN_STEP = 0x38
 _XACT_STEP = 0x40
 
@@ -122,7 +128,10 @@ class Builder:
         self.lsn = draw(st.integers(0x1000000, 0xFFFFFFFF)) * 8
         self.time = draw(st.integers(7 * 10**14, 9 * 10**14))
         self.next_xid = draw(st.integers(3, (1 << 31)))
-        self.tables: dict[int, Table] = {}
+        # The database's tables, drawn first (one span): a change picks one by position, so
+        # shrinking can drop a change without the others drawing differently.
+        schema = draw(st.lists(tables(), min_size=1, max_size=max_tables, unique_by=lambda t: t.oid))
+        self.tables: dict[int, Table] = {t.oid: t for t in schema}
         #: what the client's relation cache holds (what it was last told)
         self.client: dict[int, m.Relation] = {}
         #: relations counted as sent outside streamed transactions (pgoutput's schema_sent)
@@ -133,6 +142,25 @@ class Builder:
         self.last_change_lsn = self.lsn
 
     # -- small helpers -------------------------------------------------------------------------
+    def span(self, fn: Any, *args: Any, **kwargs: Any) -> st.SearchStrategy[Any]:
+        """A strategy that runs *fn* with its own draws grouped (a hypothesis span), so that
+        shrinking can drop or simplify one event or one change as a whole."""
+        outer = self.draw
+
+        def body(draw: st.DrawFn) -> Any:
+            self.draw = draw
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.draw = outer
+
+        return _span(body)
+
+    def repeat(self, fn: Any, *args: Any, low: int = 0, high: int) -> None:
+        """*fn* low to high times, each a span, counted like a list (hypothesis' own
+        "one more?" flags, which shrinking can delete element by element)."""
+        self.draw(st.lists(self.span(fn, *args), min_size=low, max_size=high))
+
     def emit(self, msg: m.PgOutputMessage, lsn: int, in_stream: bool = False) -> int:
         self.entries.append(Entry(msg, in_stream, lsn))
         return len(self.entries) - 1
@@ -162,18 +190,15 @@ class Builder:
         return self.ctx.origin != "none" and self.draw(st.integers(0, 5)) == 5
 
     def pick_table(self, identities: str = "dfin") -> Table:
-        """An existing table (with one of *identities*) or a new one."""
+        """A table of the database (with one of *identities*; a new one if none has)."""
         d = self.draw
         known = [t for t in self.tables.values() if t.relation.replica_identity in identities]
-        n = len(known)
-        i = d(st.integers(0, n if len(self.tables) < self.max_tables or not n else n - 1))
-        if i < n:
-            return known[i]
+        if known:
+            return choose(d, known)
         oid = d(relation_oids)
         while oid in self.tables or oid >> 24 == 0x4E:
             oid = (oid + 1) & 0xFFFFFFFF or 16384
-        ident = None if identities == "dfin" else choose(d, identities)
-        table = d(tables(oid, identity=ident))
+        table = d(tables(oid, identity=choose(d, identities)))
         self.tables[oid] = table
         return table
 
@@ -197,9 +222,10 @@ class Builder:
         table with one of *identities*, or any)."""
         d = self.draw
         xid: int | None = None
+        # Drawn outside streamed blocks too, so that a change draws the same either way.
+        j = d(st.integers(0, (len(sx.subxids) if sx is not None else 0) + 1))
         if sx is not None:
             # A change of a subtransaction carries the subtransaction's xid.
-            j = d(st.integers(0, len(sx.subxids) + 1))
             if j == 0 or j > len(sx.subxids) and len(sx.subxids) >= 3:
                 xid = sx.xid
             elif j > len(sx.subxids):
@@ -256,9 +282,11 @@ class Builder:
         if self.origin():
             self.entries[begin_at].lsn = 0
             self.emit(m.Origin(d(st.integers(1, 1 << 40)), d(strings)), first)
-        n = changes if changes is not None else d(st.integers(0, self.max_changes))
-        for _ in range(n):
-            self.change(None, kind, identities)
+        if changes is not None:
+            for _ in range(changes):
+                self.change(None, kind, identities)
+        else:
+            self.repeat(self.change, None, kind, identities, high=self.max_changes)
         commit_lsn = self.lsn
         end_lsn = commit_lsn + _XACT_STEP
         self.lsn = end_lsn
@@ -302,11 +330,13 @@ class Builder:
         at = self.emit(m.StreamStart(sx.xid, first), start)
         if first and self.origin():
             self.entries[at].lsn = 0
-            self.emit(m.Origin(0, d(strings)), start)
-        n = changes if changes is not None else d(st.integers(1, self.max_changes))
-        for _ in range(max(n, 1)):
-            self.change(sx, kind)
-        self.emit(m.StreamStop(), self.last_change_lsn)
+            self.emit(m.Origin(0, d(strings)), start, True)
+        if changes is not None:
+            for _ in range(changes):
+                self.change(sx, kind)
+        else:
+            self.repeat(self.change, sx, kind, low=1, high=self.max_changes)
+        self.emit(m.StreamStop(), self.last_change_lsn, True)
         sx.segments += 1
         return sx
 
@@ -350,44 +380,49 @@ class Builder:
             self.prepared.append(_Prepared(sx.xid, gid, end_lsn, when))
 
     # -- the whole stream --------------------------------------------------------------------------
-    def run(self, steps: int) -> None:
+    def run(self, max_steps: int) -> None:
+        """Up to *max_steps* events (each drawn as one span), then close what is open."""
+        self.repeat(self.event, high=max_steps)
+        self.close()
+
+    def event(self) -> None:
+        """One transaction, streamed block, stream end, prepared-transaction end or
+        non-transactional message."""
         d = self.draw
         ctx = self.ctx
-        for _ in range(steps):
-            kinds = ["transaction"]
-            if ctx.streaming != "off":
-                if len(self.streams) < 3:
-                    kinds.append("stream")
-                if self.streams:
-                    kinds += ["block", "end"]
-                    if any(s.changed for s in self.streams.values()):
-                        kinds.append("subabort")
-            if ctx.two_phase:
-                kinds.append("prepared")
-            if self.prepared:
-                kinds.append("resolve")
-            if ctx.messages:
-                kinds.append("message")
-            kind = choose(d, kinds)
-            if kind == "transaction":
-                self.transaction()
-            elif kind == "prepared":
-                self.transaction(prepared=True)
-            elif kind == "resolve":
-                self.resolve_prepared()
-            elif kind == "message":
-                self.logical_message()
-            elif kind == "stream":
-                self.stream_block()
+        kinds = ["transaction"]
+        if ctx.streaming != "off":
+            if len(self.streams) < 3:
+                kinds.append("stream")
+            if self.streams:
+                kinds += ["block", "end"]
+                if any(s.changed for s in self.streams.values()):
+                    kinds.append("subabort")
+        if ctx.two_phase:
+            kinds.append("prepared")
+        if self.prepared:
+            kinds.append("resolve")
+        if ctx.messages:
+            kinds.append("message")
+        kind = choose(d, kinds)
+        if kind == "transaction":
+            self.transaction()
+        elif kind == "prepared":
+            self.transaction(prepared=True)
+        elif kind == "resolve":
+            self.resolve_prepared()
+        elif kind == "message":
+            self.logical_message()
+        elif kind == "stream":
+            self.stream_block()
+        else:
+            sx = choose(d, sorted(self.streams.values(), key=lambda s: s.xid))
+            if kind == "block":
+                self.stream_block(sx)
+            elif kind == "end":
+                self.stream_end(sx)
             else:
-                sx = choose(d, sorted(self.streams.values(), key=lambda s: s.xid))
-                if kind == "block":
-                    self.stream_block(sx)
-                elif kind == "end":
-                    self.stream_end(sx)
-                else:
-                    self.stream_subabort(sx) if sx.changed else self.stream_block(sx)
-        self.close()
+                self.stream_subabort(sx) if sx.changed else self.stream_block(sx)
 
     def close(self) -> None:
         """End every open streamed transaction and resolve every prepared one."""
@@ -438,7 +473,7 @@ def streams(
     def draw_stream(draw: st.DrawFn) -> Stream:
         ctx = draw(ctxs)
         b = Builder(draw, ctx, max_changes=max_changes)
-        b.run(draw(st.integers(0, max_steps)))
+        b.run(max_steps)
         return b.stream()
 
     return draw_stream()
