@@ -47,6 +47,7 @@ from ..wire import (
     CopyOutResponse,
     DataRow,
     FieldDescription,
+    NoticeResponse,
     RowDescription,
     WireMessage,
 )
@@ -412,18 +413,29 @@ class BackupSource:
     files: tuple[BackupFile, ...] = field(default=(), compare=False)
 
 
-def _result(columns: tuple[tuple[str, int], ...], rows: list[tuple[bytes | None, ...]], tag: str) -> list[WireMessage]:
-    sizes = {20: 8, 26: 4, 23: 4}
+def _result(columns: tuple[tuple[str, int, int], ...], rows: list[tuple[bytes | None, ...]],
+            tag: str) -> list[WireMessage]:
+    """A result set as basebackup.c builds it by hand: type modifier 0, sizes as given
+    (seen on 14 and 15)."""
     out: list[WireMessage] = [RowDescription(tuple(
-        FieldDescription(name, 0, 0, oid, sizes.get(oid, -1), -1, 0) for name, oid in columns))]
+        FieldDescription(name, 0, 0, oid, size, 0, 0) for name, oid, size in columns))]
     out += [DataRow(row) for row in rows]
     out.append(CommandComplete(tag))
     return out
 
 
 def _position(lsn: int, tli: int) -> list[WireMessage]:
-    """SendXlogRecPtrResult: recptr text, tli int8, then CommandComplete SELECT."""
-    return _result((("recptr", 25), ("tli", 20)), [(format_lsn(lsn).encode(), str(tli).encode())], "SELECT")
+    """SendXlogRecPtrResult: recptr text, tli int8 (its size given as -1), then
+    CommandComplete SELECT."""
+    return _result((("recptr", 25, -1), ("tli", 20, -1)), [(format_lsn(lsn).encode(), str(tli).encode())],
+                   "SELECT")
+
+
+#: do_pg_backup_stop, waiting for archiving on a server that does not archive (seen on 14, 15).
+NO_ARCHIVING = NoticeResponse((
+    ("S", "NOTICE"), ("V", "NOTICE"), ("C", "00000"),
+    ("M", "WAL archiving is not enabled; you must ensure that all required WAL segments are copied through "
+          "other means to complete the backup")))
 
 
 def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile], store: WalStore,
@@ -448,7 +460,7 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
                        for m in members + wal)
     yield from ((m, 0) for m in _position(start, timeline))
     size = str((archive_size + 1023) // 1024).encode() if opts.progress else None
-    yield from ((m, 0) for m in _result((("spcoid", 26), ("spclocation", 25), ("size", 20)),
+    yield from ((m, 0) for m in _result((("spcoid", 26, 4), ("spclocation", 25, -1), ("size", 20, 8)),
                                         [(None, None, size)], "SELECT"))
     new = major > _UNTERMINATED_UNTIL
     if new:
@@ -476,6 +488,10 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
         yield CopyData(b"p" + struct.pack("!q", done)), 0
     else:
         yield CopyDone(), 0
+    if opts.wait:
+        # The backup stops here (the manifest follows); without NOWAIT a server that does
+        # not archive WAL says so.
+        yield NO_ARCHIVING, 0
     if opts.manifest != "no" and major >= 13:
         manifest = build_manifest(members, algorithm=opts.manifest_checksums, timeline=timeline,
                                   start=start, end=end, force_encode=opts.manifest == "force-encode")
