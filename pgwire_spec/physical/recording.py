@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..capture.fixture import FixtureError, _dumps, _need, load_document, write_text
 from ..errors import CommandSyntaxError, DecodeError
 from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
@@ -49,8 +48,18 @@ from ..wire import (
 from .history import History, TimelineEntry, history_file_name, parse_history
 from .wal import XLOG_BLCKSZ, WalError, WalStore
 
-if TYPE_CHECKING:  # the capture's socket loop stays out of the format's imports
+if TYPE_CHECKING:
     from ..capture.session import Exchange
+
+# The fixture file helpers live in pgwire_spec.capture, whose package brings psycopg along:
+# imported where files are read or written, so serving a recording stays free of I/O
+# modules (STYLE.md point 1).
+
+
+def _fixture() -> Any:
+    from ..capture import fixture
+
+    return fixture
 
 __all__ = [
     "PHYSICAL_FORMAT",
@@ -158,7 +167,7 @@ def conversation_from(name: str, transcript: Sequence[Exchange]) -> Conversation
             timeline = _stream_timeline(ex.message.sql, timeline)
         if isinstance(ex.copy, XLogData) and ex.direction == "B":
             if timeline is None:
-                raise FixtureError(f"{name}: message {index}: XLogData on a stream with no TIMELINE")
+                raise _fixture().FixtureError(f"{name}: message {index}: XLogData on a stream with no TIMELINE")
             out.append(RecordedMessage(index, "B", _wire_json(ex.message), None, _copy_json(ex.copy), timeline,
                                        len(ex.copy.data)))
             wal[index] = ex.copy.data
@@ -276,6 +285,7 @@ def _decode_one(readers: dict[str, Any], direction: str, data: bytes) -> WireMes
 
 def render_recording(rec: PhysicalRecording) -> str:
     """The file text: header lines, WAL chunks one per line, one message per line."""
+    _dumps = _fixture()._dumps
     timelines = []
     for tli in rec.history.timelines:
         entry: dict[str, Any] = {"timeline": tli}
@@ -317,16 +327,17 @@ def render_recording(rec: PhysicalRecording) -> str:
 
 def write_recording(rec: PhysicalRecording, path: str | Path) -> Path:
     """Write *rec* (gzip when the name ends in ``.gz``)."""
-    return write_text(render_recording(rec), Path(path))
+    return _fixture().write_text(render_recording(rec), Path(path))  # type: ignore[no-any-return]
 
 
 def read_recording(path: str | Path) -> PhysicalRecording:
     """Read and check the structure of a recording file (``.json`` or ``.json.gz``)."""
     p = Path(path)
-    return parse_recording(load_document(p), p)
+    return parse_recording(_fixture().load_document(p), p)
 
 
 def _lsn(value: Any, where: str) -> int:
+    FixtureError = _fixture().FixtureError
     if not isinstance(value, str):
         raise FixtureError(f"{where}: expected an LSN like '0/1000000', found {value!r}")
     try:
@@ -336,6 +347,8 @@ def _lsn(value: Any, where: str) -> int:
 
 
 def parse_recording(doc: Any, path: Path) -> PhysicalRecording:
+    """A :class:`PhysicalRecording` from its JSON document; FixtureError when it is not one."""
+    FixtureError, _need = _fixture().FixtureError, _fixture()._need
     where = str(path)
     fmt = _need(doc, "format", str, where)
     if fmt != PHYSICAL_FORMAT:

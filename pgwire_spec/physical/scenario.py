@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..capture.fixture import FixtureError
 from ..lsn import parse_lsn
 from ..walsender.scenario import ScenarioError
 from .backup import BackupSource
@@ -57,6 +56,8 @@ def _recording(path: str, value: Any) -> PhysicalRecording:
     p = Path(value)
     if not p.exists() and (FIXTURES / p.name).exists():
         p = FIXTURES / p.name
+    from ..capture.fixture import FixtureError
+
     try:
         return read_recording(p)
     except FixtureError as exc:
