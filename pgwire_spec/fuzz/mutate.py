@@ -165,7 +165,7 @@ class Mutator:
     """Draws mutated cases from prepared seeds with a given ``random.Random``."""
 
     def __init__(self, payload_seeds: Sequence[PayloadSeed], stream_seeds: Sequence[StreamSeed],
-                 stream_ratio: float = 0.02) -> None:
+                 stream_ratio: float = 0.01) -> None:
         if not payload_seeds:
             raise ValueError("the mutate engine needs at least one seed payload")
         self.seeds = list(payload_seeds)
@@ -270,18 +270,25 @@ class Mutator:
         abort_tail, op names)."""
         d = bytearray(seed.data)
         in_stream, abort_tail = seed.in_stream, seed.abort_tail
-        n = 1 if r.random() < 0.6 else 2 + _below(r, 2)
-        ops = []
+        rand = r.random
+        x = rand()
+        n = 1 if x < 0.6 else 2 if x < 0.8 else 3
         table = self._table
+        size = len(table)
+        if n == 1 and rand() >= 0.04:  # the common case, without the loop
+            name, fn = table[int(rand() * size)]
+            fn(r, d, seed)
+            return bytes(d), in_stream, abort_tail, (name,)
+        ops = []
         for _ in range(n):
-            if r.random() < 0.04:
+            if rand() < 0.04:
                 ops.append("context")
-                if r.random() < 0.5:
+                if rand() < 0.5:
                     in_stream = not in_stream
                 else:
                     abort_tail = not abort_tail
                 continue
-            name, fn = table[_below(r, len(table))]
+            name, fn = table[int(rand() * size)]
             fn(r, d, seed)
             ops.append(name)
         return bytes(d), in_stream, abort_tail, tuple(ops)
@@ -335,6 +342,6 @@ class Mutator:
         if self.stream_ratio and r.random() < self.stream_ratio:
             options, payloads, ops = self.mutate_stream(r)
             return ("s", options, payloads, ops)
-        seed = self.seeds[_below(r, len(self.seeds))]
-        data, in_stream, abort_tail, ops = self.mutate_payload(r, seed)
+        seeds = self.seeds
+        data, in_stream, abort_tail, ops = self.mutate_payload(r, seeds[int(r.random() * len(seeds))])
         return ("p", data, in_stream, abort_tail, ops)

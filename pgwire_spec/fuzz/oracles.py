@@ -78,7 +78,7 @@ class ReferenceOracle:
     ``PgOutputDecoder`` take the C path first.
     """
 
-    def __init__(self, json_every: int = 16) -> None:
+    def __init__(self, json_every: int = 32) -> None:
         from ..pgoutput import _codec
 
         self.accepted = 0

@@ -183,6 +183,8 @@ class ShardResult:
     notes: tuple[str, ...] = ()
     host: str = ""
     pid: int = 0
+    #: CPU seconds of the running process (the core's own time, whatever else shares it)
+    cpu_seconds: float = 0.0
 
     @property
     def occurrences(self) -> int:
@@ -192,11 +194,17 @@ class ShardResult:
     def rate(self) -> float:
         return self.cases / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def cpu_rate(self) -> float:
+        """Cases per CPU second: the throughput of one core, unaffected by other work."""
+        return self.cases / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index, "engine": self.engine, "seed": self.seed, "cases": self.cases,
             "accepted": self.accepted, "rejected": self.rejected, "seconds": self.seconds,
-            "cases_per_second": round(self.rate, 1), "crc": self.crc,
+            "cases_per_second": round(self.rate, 1), "cpu_seconds": self.cpu_seconds,
+            "cases_per_cpu_second": round(self.cpu_rate, 1), "crc": self.crc,
             "findings": len(self.findings), "occurrences": self.occurrences,
             "findings_list": [f.to_dict() for f in self.findings],
             "notes": list(self.notes), "host": self.host, "pid": self.pid,
@@ -207,18 +215,20 @@ class ShardResult:
         return cls(index=d["index"], engine=d["engine"], seed=d["seed"], cases=d["cases"],
                    accepted=d["accepted"], rejected=d["rejected"], seconds=d["seconds"], crc=d["crc"],
                    findings=tuple(Finding.from_dict(f) for f in d.get("findings_list", ())),
-                   notes=tuple(d.get("notes", ())), host=d.get("host", ""), pid=d.get("pid", 0))
+                   notes=tuple(d.get("notes", ())), host=d.get("host", ""), pid=d.get("pid", 0),
+                   cpu_seconds=d.get("cpu_seconds", 0.0))
 
 
 class _Acc:
     """The mutable tally of a running shard."""
 
-    __slots__ = ("cases", "crc", "seconds", "findings", "notes")
+    __slots__ = ("cases", "crc", "seconds", "cpu_seconds", "findings", "notes")
 
     def __init__(self) -> None:
         self.cases = 0
         self.crc = 0
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
         self.findings: dict[str, Finding] = {}
         self.notes: list[str] = []
 
@@ -352,6 +362,7 @@ def run_shard(shard: Shard, streams: Sequence[SeedStream],
     return ShardResult(
         shard.index, shard.engine, shard.seed, acc.cases, oracle.accepted, oracle.rejected, acc.seconds,
         acc.crc, tuple(acc.findings.values()), tuple(acc.notes), socket.gethostname(), os.getpid(),
+        acc.cpu_seconds,
     )
 
 
@@ -396,8 +407,9 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     from .mutate import Mutator
 
     seeds, windows = _prepared(streams)
-    mutator = Mutator(seeds, windows, stream_ratio=1.0 if differential else 0.03)
+    mutator = Mutator(seeds, windows, stream_ratio=1.0 if differential else 0.01)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     deadline = started + shard.budget
     limit = shard.cases
     n = 0
@@ -452,6 +464,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     result.cases = n
     result.crc = crc
     result.seconds = time.perf_counter() - t0
+    result.cpu_seconds = time.process_time() - c0
     if not watch.enabled:
         result.notes.append("hang timer unavailable (not the main thread): timeouts not checked")
 
@@ -479,6 +492,7 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
     from .generate import CONTEXTS, each_example, strategies_available, stream_strategies
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     result.seconds = 0.0
     if not strategies_available("streams"):
         result.notes.append("generate engine idle: pgwire_spec.strategies provides no streams() yet")
@@ -521,6 +535,7 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
     result.cases = counter["n"]
     result.crc = counter["crc"]
     result.seconds = time.perf_counter() - t0
+    result.cpu_seconds = time.process_time() - c0
 
 
 def _check_catalogue(options: Mapping[str, Any], payloads: Sequence[bytes], drawn: Any) -> tuple[str, str, str] | None:

@@ -76,12 +76,14 @@ class CampaignReport:
         """Cases, task seconds and cases per second per core, per engine."""
         out: dict[str, dict[str, float]] = {}
         for s in self.shards:
-            e = out.setdefault(s.engine, {"cases": 0, "seconds": 0.0, "shards": 0})
+            e = out.setdefault(s.engine, {"cases": 0, "seconds": 0.0, "cpu_seconds": 0.0, "shards": 0})
             e["cases"] += s.cases
             e["seconds"] += s.seconds
+            e["cpu_seconds"] += s.cpu_seconds
             e["shards"] += 1
         for e in out.values():
             e["cases_per_second_per_core"] = e["cases"] / e["seconds"] if e["seconds"] else 0.0
+            e["cases_per_cpu_second"] = e["cases"] / e["cpu_seconds"] if e["cpu_seconds"] else 0.0
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -449,17 +451,18 @@ def format_report(report: CampaignReport) -> str:
     lines = [
         f"fuzz campaign {c.name}: target {c.adapter_cmd or c.target}, seed {c.seed}, master {report.master} "
         f"({report.cores} cores), corpus {report.corpus}",
-        f"{'shard':>5} {'engine':<9} {'cases':>11} {'seconds':>8} {'cases/s':>10} {'accepted':>9} "
-        f"{'rejected':>9} {'findings':>8}",
+        f"{'shard':>5} {'engine':<9} {'cases':>11} {'seconds':>8} {'cases/s':>10} {'per CPU s':>10} "
+        f"{'accepted':>9} {'rejected':>9} {'findings':>8}",
     ]
     for s in report.shards:
         lines.append(f"{s.index:>5} {s.engine:<9} {s.cases:>11,} {s.seconds:>8.2f} {s.rate:>10,.0f} "
-                     f"{s.accepted:>9,} {s.rejected:>9,} {len(s.findings):>8}")
+                     f"{s.cpu_rate:>10,.0f} {s.accepted:>9,} {s.rejected:>9,} {len(s.findings):>8}")
         for note in s.notes:
             lines.append(f"      note: {note}")
     for engine, e in sorted(report.per_engine().items()):
         lines.append(f"engine {engine}: {int(e['cases']):,} cases in {e['seconds']:.1f} task-seconds = "
-                     f"{e['cases_per_second_per_core']:,.0f} cases/s per core")
+                     f"{e['cases_per_second_per_core']:,.0f} cases/s per task "
+                     f"({e['cases_per_cpu_second']:,.0f} per CPU second)")
     lines.append(f"total: {report.cases:,} cases in {report.seconds:.1f} s wall "
                  f"({report.cases / report.seconds if report.seconds else 0:,.0f} cases/s)")
     if report.findings:
