@@ -56,11 +56,14 @@ def items(major: int = 16, *, small: int = 30, big: int = 2001, initial: int = 5
             for i in range(max(50, big // 3))
         ], "rollback": True})
     txns.append({"changes": big_changes})
-    txns.append({"changes": [
-        {"update": "public.items", "key": {"id": 100}, "new": {"payload": "updated", "n": -100}},
-        {"delete": "public.items", "key": {"id": 101}},
-        {"update": "public.items", "key": {"id": 1}, "new": {"id": 5000, "payload": "key changed"}},
-    ]})
+    last: list[dict[str, Any]] = []
+    if small >= 2:
+        last += [{"update": "public.items", "key": {"id": 100}, "new": {"payload": "updated", "n": -100}},
+                 {"delete": "public.items", "key": {"id": 101}}]
+    if initial >= 2:
+        last.append({"update": "public.items", "key": {"id": 1}, "new": {"id": 5000, "payload": "key changed"}})
+    if last:
+        txns.append({"changes": last})
     txns.append({"abort": True, "changes": [{"insert": "public.items", "new": {"id": 777777, "payload": "aborted"}}]})
     txns.append({"changes": [{"insert": "public.items", "new": {"id": 99, "payload": "last", "n": 99}}]})
     return {
