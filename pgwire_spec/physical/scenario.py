@@ -14,8 +14,8 @@
         end_lsn: 0/817E38               # default: the end of its recorded WAL
         timeline: 2                     # default: the newest timeline
 
-A recording named without a directory is looked for in the current directory, then in
-``fixtures/physical/`` of the source tree.
+A recording or a backup directory given by a relative path is looked for in the current
+directory, then in ``fixtures/physical/`` of the source tree.
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ def load_physical(data: Any, path: str = "physical") -> PhysicalSource:
             raise ScenarioError(f"{path}.backup", "keys among directory, start_lsn, end_lsn, timeline, "
                                 "checkpoint_lsn", f"unknown key {extra[0]!r}")
         directory = Path(str(b["directory"]))
+        if not directory.is_dir() and not directory.is_absolute() and (FIXTURES / directory).is_dir():
+            directory = FIXTURES / directory
         if not directory.is_dir():
             raise ScenarioError(f"{path}.backup.directory", "an existing directory", str(directory))
         timeline = b.get("timeline")

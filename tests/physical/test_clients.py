@@ -209,3 +209,20 @@ def test_pg_basebackup_reports_a_server_error_mid_backup(tmp_path: Path) -> None
         proc = run("pg_basebackup", "-d", dsn(server), "-D", str(tmp_path / "b"), "-X", "none", "--no-sync")
     assert proc.returncode != 0
     assert "could not read file" in proc.stderr
+
+
+@needs_pg15
+def test_the_example_scenario_serves_both_tools(tmp_path: Path) -> None:
+    example = RECORDING_PATH.parent / "pg15-timeline-switch.yaml"
+    with SyncFakeWalsender(str(example)) as server:
+        (tmp_path / "wal").mkdir()
+        proc = run("pg_receivewal", "-d", dsn(server), "-D", str(tmp_path / "wal"), "--slot", "archiver",
+                   "--endpos", format_lsn(FLUSH - 1), "--no-loop")
+        assert proc.returncode == 0, proc.stderr
+        proc = run("pg_basebackup", "-d", dsn(server), "-D", str(tmp_path / "backup"))
+        assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+    assert len(check_segments(tmp_path / "wal")) == 4
+    verify = run("pg_verifybackup", str(tmp_path / "backup"))
+    assert verify.returncode == 0, verify.stderr
+    assert (tmp_path / "backup" / "pg_hba.conf").read_bytes() == \
+        (RECORDING_PATH.parent / "datadir" / "pg_hba.conf").read_bytes()
