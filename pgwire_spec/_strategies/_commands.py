@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from ..lsn import format_lsn
 from ..replication import commands as c
@@ -139,7 +140,7 @@ def _create_slot(draw: st.DrawFn, major: int) -> tuple[str, c.ReplicationCommand
         text += draw(_ws(major, optional=True)) + _options(draw, major, [t for t, _ in picked])
         options = [o for _, o in picked]
     else:
-        legacy = [("RESERVE_WAL", ("reserve_wal", None))]
+        legacy: list[tuple[str, tuple[str, Any]]] = [("RESERVE_WAL", ("reserve_wal", None))]
         if logical:
             legacy += [("EXPORT_SNAPSHOT", ("snapshot", "export")),
                        ("NOEXPORT_SNAPSHOT", ("snapshot", "nothing")),
@@ -273,8 +274,9 @@ def commands_of(cls: type[c.ReplicationCommand]) -> st.SearchStrategy[c.Replicat
         return st.one_of(_start_logical(18), _start_physical(18)).map(lambda tc: tc[1])
     form = _FORM_OF.get(cls)
     if form is None:
-        return command_cases().map(lambda case: case.command)
-    return form(18).map(lambda tc: tc[1])
+        raise InvalidArgument(f"no strategy for {cls.__name__}")
+    texts: st.SearchStrategy[tuple[str, c.ReplicationCommand]] = form(18)
+    return texts.map(lambda tc: tc[1])
 
 
 def replication_commands(server_major: int | None = None) -> st.SearchStrategy[str]:

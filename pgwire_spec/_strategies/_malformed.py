@@ -21,7 +21,7 @@ from .._codegen import _tuple as _encode_tuple
 from ..pgoutput import _codec, _state
 from ..pgoutput import messages as m
 from ..replication.messages import PrimaryKeepalive, XLogData, encode_copy_data
-from ._context import ProtocolContext, contexts
+from ._context import ProtocolContext, Streaming, contexts
 from ._streams import Builder, Entry
 from ._walsender import frame
 
@@ -286,7 +286,10 @@ def _both_key_and_old(draw: st.DrawFn, b: Builder) -> _Case:
 
 
 def _stream_insert(b: Builder) -> Callable[[], None]:
-    return lambda: b.stream_block(changes=1, kind="insert")
+    def make() -> None:
+        b.stream_block(changes=1, kind="insert")
+
+    return make
 
 
 def _xid_prefix_missing(draw: st.DrawFn, b: Builder) -> _Case:
@@ -686,7 +689,7 @@ def malformed_streams(
     violations: list[str] | tuple[str, ...] | None = None,
     framing: str | None = "pgoutput",
     protocol_version: int | None = None,
-    streaming: str | bool | None = None,
+    streaming: Streaming | bool | None = None,
     two_phase: bool | None = None,
     binary: bool | None = None,
     messages: bool | None = None,
@@ -726,11 +729,11 @@ def malformed_streams(
         how = framing or ("walsender" if v.framing == "walsender" else draw(st.sampled_from(["pgoutput", "walsender"])))
         if v.framing == "walsender":
             msgs, index, rule = _walsender_case(draw, v.name, b)
-            payloads = tuple(encode_copy_data(x) for x in msgs)
-            return MalformedStream(ctx, payloads, index, rule, frozenset({rule}), v.name, "walsender", v.tolerant)
+            framed_walsender = tuple(encode_copy_data(x) for x in msgs)
+            return MalformedStream(ctx, framed_walsender, index, rule, frozenset({rule}), v.name, "walsender", v.tolerant)
         case = v.apply(draw, b)
         raw = case.raw or {}
-        payloads = [raw.get(i) if i in raw else _encode(e.msg) for i, e in enumerate(case.entries)]
+        payloads = [raw[i] if i in raw else _encode(e.msg) for i, e in enumerate(case.entries)]
         acceptable = frozenset({case.rule}) | case.also
         if how == "pgoutput":
             return MalformedStream(ctx, tuple(payloads), case.index, case.rule, acceptable, v.name,
@@ -773,8 +776,11 @@ def _contexts_for(v: Violation, fixed: dict[str, Any]) -> st.SearchStrategy[Prot
             continue
         if isinstance(need, tuple):
             choices = [x for x in need if not (x == "parallel" and kwargs.get("protocol_version", 4) < 4)]
-            return st.sampled_from(choices).flatmap(
-                lambda s, k=key: contexts(**{**kwargs, k: s}).filter(v.applies))
+
+            def with_choice(value: Any, key: str = key) -> st.SearchStrategy[ProtocolContext]:
+                return contexts(**{**kwargs, key: value}).filter(v.applies)
+
+            return st.sampled_from(choices).flatmap(with_choice)
         kwargs[key] = need
     return contexts(**kwargs).filter(v.applies)
 

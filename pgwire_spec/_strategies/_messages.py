@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ..pgoutput import messages as m
-from ._context import ProtocolContext, contexts
+from ._context import ProtocolContext, Streaming, contexts
 from ._types import BUILTIN_TYPES, FIRST_NORMAL_OID, PgType, UserType, user_types
 
 __all__ = [
@@ -36,7 +36,7 @@ type_oids = st.integers(FIRST_NORMAL_OID, _U32)
 xids = st.integers(3, _U32)  # FirstNormalTransactionId = 3
 lsns = st.integers(0, _U64)
 timestamps = st.integers(-(1 << 63), (1 << 63) - 1)
-_NAME_CHARS = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
+_NAME_CHARS = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 names = st.one_of(
     st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12),
     st.text(_NAME_CHARS, min_size=1, max_size=12),
@@ -241,7 +241,7 @@ def _one(draw: st.DrawFn, cls: type[m.PgOutputMessage], ctx: ProtocolContext, in
         make = {m.Insert: draw_insert, m.Update: draw_update, m.Delete: draw_delete}[cls]
         if cls is not m.Insert and table.relation.replica_identity == "n":
             table = d(tables(identity=d(st.sampled_from("dfi"))))
-        return make(d, table, ctx.binary, xid)  # type: ignore[operator]
+        return make(d, table, ctx.binary, xid)
     if cls is m.Truncate:
         oids = d(st.lists(relation_oids, min_size=1, max_size=4, unique=True))
         return m.Truncate(xid, d(st.integers(0, 3)), tuple(oids))
@@ -286,7 +286,12 @@ def _context_for(cls: type[m.PgOutputMessage]) -> st.SearchStrategy[ProtocolCont
     if cls is m.Origin:
         return contexts().filter(lambda c: c.origin != "none")
     if "streaming" in kwargs:
-        return kwargs.pop("streaming").flatmap(lambda s: contexts(streaming=s, **kwargs))
+        modes: st.SearchStrategy[Streaming] = kwargs.pop("streaming")
+
+        def with_mode(mode: Streaming) -> st.SearchStrategy[ProtocolContext]:
+            return contexts(streaming=mode, **kwargs)
+
+        return modes.flatmap(with_mode)
     return contexts(**kwargs)
 
 

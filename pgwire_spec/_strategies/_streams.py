@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from ..pgoutput import _codec
 from ..pgoutput import messages as m
-from ._context import ProtocolContext, contexts
+from ._context import ProtocolContext, Streaming, contexts
 from ._messages import (
     Table,
     _gids,
@@ -445,7 +445,7 @@ class Builder:
 def streams(
     *,
     protocol_version: int | None = None,
-    streaming: str | bool | None = None,
+    streaming: Streaming | bool | None = None,
     two_phase: bool | None = None,
     binary: bool | None = None,
     messages: bool | None = None,

@@ -86,7 +86,7 @@ def _bool_send(v: bool) -> bytes:
 
 # Text values never contain NUL (PostgreSQL rejects it) and are valid in the client
 # encoding (UTF-8 here), so no lone surrogates.
-_TEXT_CHARS = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
+_TEXT_CHARS = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 _TEXT = st.text(_TEXT_CHARS, max_size=24)
 
 
