@@ -353,10 +353,15 @@ def _checksum(algorithm: str, data: bytes) -> str | None:
 
 
 def build_manifest(files: list[BackupFile], *, algorithm: str, timeline: int, start: int, end: int,
-                   force_encode: bool = False) -> bytes:
-    """The backup manifest (backup_manifest.c, version 1): one line per file, the WAL range,
-    and the SHA-256 of everything before the last line."""
-    lines = ['{ "PostgreSQL-Backup-Manifest-Version": 1,\n"Files": [']
+                   force_encode: bool = False, system_id: str | None = None) -> bytes:
+    """The backup manifest (backup_manifest.c): one line per file, the WAL range, and the
+    SHA-256 of everything before the last line. Version 1 (13-16), or with *system_id*
+    version 2 (17+, which names the cluster's system identifier)."""
+    if system_id is None:
+        lines = ['{ "PostgreSQL-Backup-Manifest-Version": 1,\n"Files": [']
+    else:
+        lines = ['{ "PostgreSQL-Backup-Manifest-Version": 2,\n'
+                 f'"System-Identifier": {int(system_id)},\n"Files": [']
     entries = []
     for f in files:
         if f.is_dir:
@@ -439,8 +444,8 @@ NO_ARCHIVING = NoticeResponse((
 
 
 def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile], store: WalStore,
-                    timeline: int, start: int, end: int, checkpoint: int, started: int
-                    ) -> Iterator[tuple[WireMessage, int]]:
+                    timeline: int, start: int, end: int, checkpoint: int, started: int,
+                    system_id: str = "0") -> Iterator[tuple[WireMessage, int]]:
     """The server's messages for one BASE_BACKUP, each with the number of archive or
     manifest bytes it carries (what MAX_RATE paces)."""
     label = backup_label(start=start, checkpoint=checkpoint, timeline=timeline, label=opts.label,
@@ -494,7 +499,8 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
         yield NO_ARCHIVING, 0
     if opts.manifest != "no" and major >= 13:
         manifest = build_manifest(members, algorithm=opts.manifest_checksums, timeline=timeline,
-                                  start=start, end=end, force_encode=opts.manifest == "force-encode")
+                                  start=start, end=end, force_encode=opts.manifest == "force-encode",
+                                  system_id=system_id if major >= 17 else None)
         if new:
             yield CopyData(b"m"), 0
         else:

@@ -274,8 +274,10 @@ class PhysicalServer:
         files = list(source.files) if source.files else collect_files(source.directory)
         messages = backup_messages(opts, major=self.state.persona.major, files=files, store=self.store,
                                    timeline=tli, start=start, end=end,
-                                   checkpoint=source.checkpoint_lsn or start, started=int(pg_now() / 1e6) + 946684800)
-        conn.delegate = BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None, now)
+                                   checkpoint=source.checkpoint_lsn or start, started=int(pg_now() / 1e6) + 946684800,
+                                   system_id=self.recording.system_id)
+        conn.delegate = BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None, now,
+                                     typed=self.state.persona.major >= 15)
         conn.phase = "streaming"
         return True
 
@@ -549,11 +551,21 @@ class WalStream(_Delegate):
 class BackupStream(_Delegate):
     """A running BASE_BACKUP: its messages, paced by MAX_RATE."""
 
+    #: bbsink_copystream: a progress report after at least this many archive bytes …
+    PROGRESS_BYTES = 65536
+    #: … and at least this long after the last one.
+    PROGRESS_SECONDS = 1.0
+
     def __init__(self, conn: Connection, messages: Iterator[tuple[WireMessage, int]],
-                 throttle: Throttle | None, now: float) -> None:
+                 throttle: Throttle | None, now: float, *, typed: bool = True) -> None:
         self.conn = conn
         self.messages = messages
         self.throttle = throttle
+        #: 15+: CopyData typed by their first byte, with progress reports ('p').
+        self.typed = typed
+        self.in_archive = typed
+        self.archive_done = 0
+        self.reported = (0, now)
         self.done = 0
         self.sent = 0
         self.started = now
@@ -605,7 +617,24 @@ class BackupStream(_Delegate):
             self.done += nbytes
             self.sent += 1
             count += 1
+            if self.in_archive and isinstance(msg, CopyData):
+                self._progress(msg, nbytes, now)
         return conn.next_action(now)
+
+    def _progress(self, msg: CopyData, nbytes: int, now: float) -> None:
+        """15+: during an archive, a progress report ('p', Int64 archive bytes sent) every
+        64 kB at most once a second, as bbsink_copystream_archive_contents sends them."""
+        kind = msg.data[:1]
+        if kind in (b"m", b"p"):
+            self.in_archive = kind == b"p"  # the end-of-archive report; 'm': the manifest
+            return
+        if kind != b"d":
+            return
+        self.archive_done += nbytes
+        at, when = self.reported
+        if self.archive_done - at >= self.PROGRESS_BYTES and now - when >= self.PROGRESS_SECONDS:
+            self.reported = (self.archive_done, now)
+            self.conn.send(CopyData(b"p" + struct.pack("!q", self.archive_done)))
 
     def _modify(self, msg: CopyData, modifiers: list[str]) -> CopyData:
         data = msg.data

@@ -250,3 +250,34 @@ def test_a_backup_without_a_directory_or_on_a_bad_fault(tmp_path: Path) -> None:
     events = pair.query("BASE_BACKUP")
     assert pair.closed is not None and not any(isinstance(e, CopyDone) for e in events)
     assert any(isinstance(e, DataRow) for e in events)
+
+
+def test_progress_reports_during_a_slow_archive(tmp_path: Path) -> None:
+    """15+: besides the report at the end of the archive, one every 64 kB at most once a
+    second (bbsink_copystream); at 32 kB/s a 100 kB archive gets reports in between."""
+    d = _datadir(tmp_path)
+    (d / "base" / "1" / "big").write_bytes(b"\x02" * 100_000)
+    pair, clock, _ = _backup_pair(tmp_path)
+    events = pair.query("BASE_BACKUP (MAX_RATE 32)")
+    while kinds(events)[-1] != "ReadyForQuery":
+        clock.now = pair.waits[-1]
+        events += pair.pump()
+    typed = [e.data for e in events if isinstance(e, CopyData)]
+    reports = [struct.unpack("!q", t[1:])[0] for t in typed if t[:1] == b"p"]
+    archive = sum(len(t) - 1 for t in typed if t[:1] == b"d")
+    assert len(reports) >= 2 and reports == sorted(reports) and reports[-1] == archive
+    assert all(b - a >= 65536 for a, b in zip([0] + reports[:-1], reports[:-1]))
+
+
+def test_manifest_version_2_names_the_system_from_17() -> None:
+    files = [BackupFile("PG_VERSION", 0, b"17\n")]
+    v1 = json.loads(build_manifest(files, algorithm="CRC32C", timeline=1, start=0, end=0))
+    v2 = json.loads(build_manifest(files, algorithm="CRC32C", timeline=1, start=0, end=0,
+                                   system_id=RECORDING.system_id))
+    assert v1["PostgreSQL-Backup-Manifest-Version"] == 1 and "System-Identifier" not in v1
+    assert v2["PostgreSQL-Backup-Manifest-Version"] == 2 and v2["System-Identifier"] == int(RECORDING.system_id)
+    msgs = [m for m, _ in backup_messages(BackupOptions(manifest="yes"), major=17, files=files,
+                                          store=RECORDING.store, timeline=2, start=0x80F8A8, end=0x817E38,
+                                          checkpoint=0x80F8A8, started=0, system_id=RECORDING.system_id)]
+    _, manifest = _archives(msgs, 17)
+    assert json.loads(manifest)["PostgreSQL-Backup-Manifest-Version"] == 2

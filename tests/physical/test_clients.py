@@ -226,3 +226,18 @@ def test_the_example_scenario_serves_both_tools(tmp_path: Path) -> None:
     assert verify.returncode == 0, verify.stderr
     assert (tmp_path / "backup" / "pg_hba.conf").read_bytes() == \
         (RECORDING_PATH.parent / "datadir" / "pg_hba.conf").read_bytes()
+
+
+@needs_pg15
+@pytest.mark.parametrize("version", ["10.23", "11.22", "12.20", "13.16"])
+def test_pg_basebackup_against_older_servers(tmp_path: Path, version: str) -> None:
+    """pg_basebackup 15 speaks the old protocol to 10-14; a manifest only from 13."""
+    out, transcript, proc = _basebackup(tmp_path, version, "p", "-X", "fetch")
+    assert proc.returncode == 0, proc.stderr
+    base = [q for q in transcript.queries() if q.startswith("BASE_BACKUP")][0]
+    assert ("MANIFEST 'yes'" in base) == (version >= "13")
+    assert (out / "backup_manifest").exists() == (version >= "13")
+    assert served_files(out)["base/5/16384"] == b"\xaa" * 70000
+    if version >= "13":
+        verify = run("pg_verifybackup", str(out))
+        assert verify.returncode == 0, verify.stderr
