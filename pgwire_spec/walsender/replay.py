@@ -156,8 +156,16 @@ def from_payloads_file(path: str | Path, *, where: str = "replay") -> Recording:
     return Recording(RawStream(tuple(payloads)), ("pub",))
 
 
-def load_replay(spec: Any, where: str = "replay") -> Recording:
-    """The ``replay:`` section of a scenario."""
+def _find(name: Any, base: Path | None) -> Path:
+    path = Path(str(name))
+    if path.is_absolute() or path.exists() or base is None:
+        return path
+    return base / path
+
+
+def load_replay(spec: Any, where: str = "replay", *, base: Path | None = None) -> Recording:
+    """The ``replay:`` section of a scenario (relative paths: from the current directory,
+    then from *base*, the scenario file's directory)."""
     if isinstance(spec, str):
         spec = {"fixture": spec} if "fixture" in spec or spec.endswith(".json.gz") else {"payloads": spec}
     if not isinstance(spec, Mapping):
@@ -171,9 +179,9 @@ def load_replay(spec: Any, where: str = "replay") -> Recording:
         raise ScenarioError(where, "exactly one of fixture, session, payloads, hex, hypothesis",
                             ", ".join(sorted(sources)) or "none")
     if "fixture" in spec:
-        rec = from_fixture(spec["fixture"], spec.get("group"), where=where)
+        rec = from_fixture(_find(spec["fixture"], base), spec.get("group"), where=where)
     elif "session" in spec:
-        rec = from_session(spec["session"], where=where)
+        rec = from_session(_find(spec["session"], base), where=where)
     elif "hypothesis" in spec:
         args = spec["hypothesis"] or {}
         if not isinstance(args, Mapping):
@@ -188,7 +196,7 @@ def load_replay(spec: Any, where: str = "replay") -> Recording:
         assert sc.raw is not None
         rec = Recording(sc.raw, ("pub",))
     elif "payloads" in spec:
-        rec = from_payloads_file(spec["payloads"], where=where)
+        rec = from_payloads_file(_find(spec["payloads"], base), where=where)
     else:
         items = spec["hex"]
         if not isinstance(items, list):

@@ -333,9 +333,10 @@ class Scenario:
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
-        """Build and check a scenario from its YAML/JSON form."""
-        return _Loader().scenario(data, name)
+    def from_dict(cls, data: Mapping[str, Any], *, name: str = "scenario", base: str | Path | None = None) -> Scenario:
+        """Build and check a scenario from its YAML/JSON form; relative file names (replay)
+        are looked up in the current directory, then in *base*."""
+        return _Loader(Path(base) if base is not None else None).scenario(data, name)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Scenario:
@@ -397,6 +398,7 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
     if isinstance(source, Mapping):
         return Scenario.from_dict(source)
     name = "scenario"
+    base: Path | None = None
     text: str | None = None
     if isinstance(source, str) and ("\n" in source or source.lstrip().startswith(("{", "server:", "---"))):
         text = source
@@ -413,10 +415,11 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(str(path), "a readable UTF-8 YAML or JSON file", str(exc)) from None
         name = path.stem
+        base = path.resolve().parent
     data = _parse_text(text, name)
     if not isinstance(data, Mapping):
         raise ScenarioError(name, "a mapping at the top level", type(data).__name__)
-    return Scenario.from_dict(data, name=name)
+    return Scenario.from_dict(data, name=name, base=base)
 
 
 def _parse_text(text: str, where: str) -> Any:
@@ -449,8 +452,9 @@ def _describe(value: Any) -> str:
 
 
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, base: Path | None = None) -> None:
         self.tables: dict[str, Table] = {}
+        self.base = base
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
@@ -531,7 +535,7 @@ class _Loader:
         if data.get("replay") is not None:
             from .replay import load_replay
 
-            rec = load_replay(data["replay"], "replay")
+            rec = load_replay(data["replay"], "replay", base=self.base)
             if isinstance(server_data, Mapping):
                 defaults: dict[str, Any] = {}
                 if rec.version:

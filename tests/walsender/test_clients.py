@@ -73,6 +73,32 @@ def test_pg_recvlogical_streams_pgoutput_to_a_file(tmp_path: Any) -> None:
     assert updates and updates[-1].flush_lsn == _end_lsn(scenario)
 
 
+def test_pg_recvlogical_streams_every_message_kind(tmp_path: Any) -> None:
+    """The 'everything' example (persona 17, md5) with streaming, two_phase and messages."""
+    recvlogical = pg_program("pg_recvlogical")
+    if recvlogical is None:
+        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    scenario = Scenario.from_file(ACCOUNTS.parent / "everything.yaml")
+    out = tmp_path / "stream.bin"
+    with SyncFakeWalsender(scenario) as fake:
+        base = [recvlogical, "-h", fake.host, "-p", str(fake.port), "-U", fake.user, "-d", "postgres",
+                "-S", "all", "--no-loop"]
+        env = {"PGPASSWORD": "s3cret", "PATH": "/usr/bin:/bin"}
+        subprocess.run(base + ["--create-slot", "-P", "pgoutput"], check=True, env=env, timeout=30,
+                       capture_output=True)
+        opts = ["-o", "proto_version=3", "-o", "publication_names=pub", "-o", "streaming=on",
+                "-o", "two_phase=on", "-o", "messages=on", "-o", "binary=on"]
+        proc = subprocess.run(base + ["--start", *opts, "-E", format_lsn(_end_lsn(scenario)), "-f", str(out)],
+                              env=env, timeout=60, capture_output=True)
+        assert proc.returncode == 0, proc.stderr.decode()
+        sent = [e.payload.data for e in fake.transcript.stream()]
+    assert out.read_bytes() == b"".join(p + b"\n" for p in sent)
+    dec = PgOutputDecoder(protocol_version=3, streaming="on", two_phase=True, messages=True, binary=True)
+    tags = {dec.decode(p).tag for p in sent}
+    dec.finish()
+    assert set("BCRYIUDMOSEcAbPKrT") <= tags
+
+
 # ------------------------------------------------------------------------------------------
 # psycopg2
 # ------------------------------------------------------------------------------------------

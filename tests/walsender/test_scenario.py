@@ -145,3 +145,31 @@ def test_final_rows_without_initial_rows_skip_changes_to_missing_rows() -> None:
     s = load_scenario(ISSUE_EXAMPLE)
     # a subscriber with copy_data = false never had alice: deleting her is a no-op
     assert s.final_rows("accounts", include_initial=False) == [{"id": 2, "name": "robert", "amount": "4"}]
+
+
+def _schema_validator() -> Any:
+    import jsonschema
+
+    schema = json.loads((ROOT / "spec" / "scenario.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_examples_follow_the_schema(path: Path) -> None:
+    import yaml
+
+    errors = [e.message for e in _schema_validator().iter_errors(yaml.safe_load(path.read_text()))]
+    assert errors == []
+
+
+def test_the_schema_rejects_what_the_loader_rejects() -> None:
+    import yaml
+
+    v = _schema_validator()
+    assert not list(v.iter_errors(yaml.safe_load(ISSUE_EXAMPLE)))
+    for bad in ({"auth": {"method": "ident"}}, {"tables": {"t": {"columns": []}}}, {"bogus": 1},
+                {"transactions": [{"changes": [{"insert": "t"}]}]}, {"faults": [{"action": "explode"}]}):
+        assert list(v.iter_errors(bad)), bad
+        with pytest.raises(ScenarioError):
+            Scenario.from_dict(bad)
