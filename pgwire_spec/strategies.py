@@ -91,9 +91,24 @@ construction and catalogued in ``spec/rules.yaml`` (the oracle)::
 ``case.expected_rule`` is the rule the reference decoder raises; ``case.acceptable_rules``
 the rules a third-party decoder may report instead (e.g. a cut inside a String may be
 reported as ``truncated``); ``case.tolerant`` what a non-strict decoder does (``raise``,
-``warn`` or ``accept``); ``case.violation`` names the violation (``VIOLATIONS``).
+``warn`` or ``accept``); ``case.violation`` names the violation (``VIOLATIONS``:
+truncation at or inside any field, lengths past the end or negative, unknown message tags
+and tuple kinds, Strings without NUL, trailing bytes, 'K' and 'O' together, an xid prefix
+missing inside or present outside a streamed block, the Stream Abort tail against the
+streaming option, column counts off by one, a change before its Relation, Stream Stop
+without Stream Start, Commit without Begin, non-zero flags, LSN and GID mismatches,
+wrong first-segment flags, messages and binary values not negotiated, a stream cut inside
+a transaction …). Pick some with ``malformed_streams(violations=[...])``.
 ``malformed_streams(framing="walsender")`` frames the payloads as CopyData and adds the
 walsender rules (LSNs going backwards, the zero-LSN rule).
+
+Contexts
+--------
+``contexts(protocol_version=…, streaming=…, two_phase=…, binary=…, messages=…,
+origin=…)`` draws the option sets servers accept (streaming needs protocol 2,
+``parallel`` 4, two_phase 3); a :class:`ProtocolContext` knows the message tags
+(``.tags``) and tuple kinds (``.tuple_kinds``) a server may send in it. Every strategy
+above takes the same arguments, or a whole ``context=``.
 """
 
 from __future__ import annotations
@@ -101,9 +116,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hypothesis import strategies as st
-
 if TYPE_CHECKING:
+    from hypothesis import strategies as st
+
     from ._strategies._commands import replication_commands
     from ._strategies._context import ProtocolContext, contexts
     from ._strategies._malformed import VIOLATIONS, MalformedStream, malformed_streams
@@ -117,6 +132,44 @@ if TYPE_CHECKING:
         walsender_streams,
     )
     from .pgoutput.messages import ColumnValue
+
+# The hook comes first, before anything imports hypothesis: importing hypothesis runs its
+# entry points, which load this module, maybe while it is still being imported.
+def _hypothesis_setup_hook() -> None:
+    """Register every message dataclass of this package with hypothesis, so that
+    ``st.from_type(Insert)`` (and ``st.builds`` of annotated fields) draws valid ones.
+
+    Called through this package's ``hypothesis`` entry point when hypothesis is imported;
+    the strategies themselves are built on first use.
+    """
+    from hypothesis import strategies as st
+
+    from .pgoutput import messages as m
+    from .replication import commands as c
+    from .replication import messages as r
+
+    def lazy(module: str, fn: str, *args: Any, **kwargs: Any) -> st.SearchStrategy[Any]:
+        def make() -> st.SearchStrategy[Any]:
+            mod = importlib.import_module(f"._strategies.{module}", __package__)
+            return getattr(mod, fn)(*args, **kwargs)  # type: ignore[no-any-return]
+
+        return st.deferred(make)
+
+    register = st.register_type_strategy
+    for cls in m.MESSAGE_TYPES.values():
+        register(cls, lazy("_messages", "pgoutput_messages", cls))
+    register(m.PgOutputMessage, lazy("_messages", "pgoutput_messages"))
+    register(m.RelationColumn, lazy("_messages", "relation_columns"))
+    register(m.Unchanged, st.just(m.UNCHANGED))
+    register(r.XLogData, lazy("_walsender", "xlogdata"))
+    register(r.PrimaryKeepalive, lazy("_walsender", "keepalives"))
+    register(r.StandbyStatusUpdate, lazy("_walsender", "status_updates"))
+    register(r.HotStandbyFeedback, lazy("_walsender", "hot_standby_feedback"))
+    register(r.ReplicationMessage, lazy("_walsender", "replication_messages"))
+    for cmd in (c.IdentifySystem, c.Show, c.TimelineHistory, c.CreateReplicationSlot,
+                c.DropReplicationSlot, c.ReadReplicationSlot, c.AlterReplicationSlot, c.StartReplication):
+        register(cmd, lazy("_commands", "commands_of", cmd))
+
 
 __all__ = [
     "ProtocolContext",
@@ -171,7 +224,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(__all__)
 
 
 #: (documented here, computed on first use) The built-in column types of
@@ -196,35 +249,3 @@ def column_values(
     return values(t, binary=binary, null=null, unchanged=unchanged)
 
 
-def _hypothesis_setup_hook() -> None:
-    """Register every message dataclass of this package with hypothesis, so that
-    ``st.from_type(Insert)`` (and ``st.builds`` of annotated fields) draws valid ones.
-
-    Called through this package's ``hypothesis`` entry point when hypothesis is imported;
-    the strategies themselves are built on first use.
-    """
-    from .pgoutput import messages as m
-    from .replication import commands as c
-    from .replication import messages as r
-
-    def lazy(module: str, fn: str, *args: Any, **kwargs: Any) -> st.SearchStrategy[Any]:
-        def make() -> st.SearchStrategy[Any]:
-            mod = importlib.import_module(f"._strategies.{module}", __package__)
-            return getattr(mod, fn)(*args, **kwargs)  # type: ignore[no-any-return]
-
-        return st.deferred(make)
-
-    register = st.register_type_strategy
-    for cls in m.MESSAGE_TYPES.values():
-        register(cls, lazy("_messages", "pgoutput_messages", cls))
-    register(m.PgOutputMessage, lazy("_messages", "pgoutput_messages"))
-    register(m.RelationColumn, lazy("_messages", "relation_columns"))
-    register(m.Unchanged, st.just(m.UNCHANGED))
-    register(r.XLogData, lazy("_walsender", "xlogdata"))
-    register(r.PrimaryKeepalive, lazy("_walsender", "keepalives"))
-    register(r.StandbyStatusUpdate, lazy("_walsender", "status_updates"))
-    register(r.HotStandbyFeedback, lazy("_walsender", "hot_standby_feedback"))
-    register(r.ReplicationMessage, lazy("_walsender", "replication_messages"))
-    for cmd in (c.IdentifySystem, c.Show, c.TimelineHistory, c.CreateReplicationSlot,
-                c.DropReplicationSlot, c.ReadReplicationSlot, c.AlterReplicationSlot, c.StartReplication):
-        register(cmd, lazy("_commands", "commands_of", cmd))

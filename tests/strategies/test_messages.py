@@ -4,6 +4,8 @@ context allows; every message class is registered with hypothesis."""
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -82,6 +84,22 @@ _REGISTERED = [
 def test_the_setup_hook_is_the_hypothesis_entry_point() -> None:
     hooks = [e.value for e in importlib.metadata.entry_points(group="hypothesis")]
     assert "pgwire_spec.strategies:_hypothesis_setup_hook" in hooks
+
+
+@pytest.mark.parametrize("first", [
+    "import pgwire_spec.strategies",
+    "from pgwire_spec.strategies import streams",
+    "import pgwire_spec._strategies._streams",
+    "import hypothesis",
+])
+def test_any_import_order_works(first: str) -> None:
+    # Importing hypothesis runs this package's entry point, which loads the facade: the
+    # facade must not import hypothesis before its hook exists (fresh interpreter).
+    code = f"{first}\nfrom hypothesis import strategies as st\nfrom pgwire_spec import Insert\n" \
+           "from pgwire_spec.strategies import streams\nassert isinstance(st.from_type(Insert).example(), Insert)\n" \
+           "streams().example()\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 @pytest.mark.parametrize("cls", _REGISTERED, ids=lambda cls: cls.__name__)
