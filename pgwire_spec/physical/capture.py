@@ -197,10 +197,13 @@ def _errors(messages: list[WireMessage]) -> list[str]:
 
 
 def record_physical(prov: Provider | None = None, *, progress: Progress | None = None,
-                    segment_size_mb: int = 1) -> PhysicalRecording:
+                    segment_size_mb: int = 1,
+                    on_start: Callable[[Server, int], None] | None = None) -> PhysicalRecording:
     """Record the physical streams of a real server across a promotion (see the module
     docstring). *prov*: a provider that runs local binaries (``system``, ``npm``,
-    ``wheel``); default Debian's postgresql-15 (``system``, major 15)."""
+    ``wheel``); default Debian's postgresql-15 (``system``, major 15). *on_start* is called
+    with the primary and the first recorded position before anything is recorded (a test
+    takes its base backup there)."""
     say = progress or (lambda _m: None)
     prov = prov if prov is not None else SystemProvider(15)
     if not isinstance(prov, ClusterProvider):
@@ -222,6 +225,8 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         sysid = str(_sql(server, "SELECT system_identifier::text FROM pg_control_system()")[0][0])
         _sql(server, "CHECKPOINT", "SELECT pg_switch_wal()")
         start = segment_start(_flush_lsn(server), seg)
+        if on_start is not None:
+            on_start(server, start)
 
         rec = _Recorder(server, seg, "primary")
         for cmd in ("IDENTIFY_SYSTEM", "SHOW wal_segment_size", "SHOW data_directory_mode", "TIMELINE_HISTORY 1",

@@ -110,3 +110,62 @@ def test_a_real_standby_replays_the_fakes_wal(tmp_path: Path) -> None:
     finally:
         standby.stop()
         primary.stop()
+
+
+@pytest.mark.skipif(BIN is None, reason="needs Debian's postgresql-15 (apt-get install postgresql-15; "
+                                        ".ci/install does it)")
+def test_a_real_standby_follows_the_recorded_timeline_switch(tmp_path: Path) -> None:
+    """A base backup of the primary, taken as the recording starts, follows the fake from
+    timeline 1 over the switch point to timeline 2 (TIMELINE_HISTORY, the end-of-timeline
+    handshake, START_REPLICATION on the new timeline), as it would follow a promoted server."""
+    from pgwire_spec.physical.capture import record_physical
+    from pgwire_spec.servers.system import SystemProvider
+
+    assert BIN is not None
+    standby = _Cluster(BIN, settings={**PHYSICAL_SETTINGS, "wal_receiver_status_interval": "1s"})
+    standby.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
+    standby.root.chmod(0o755)
+    data = standby.root / "data"
+    user = server_user()
+    run_as = {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
+    if user is not None:
+        os.chown(standby.root, user[1], user[2])
+
+    def backup(server: object, start: int) -> None:
+        proc = subprocess.run([str(BIN / "pg_basebackup"), "-d", server.dsn, "-D", str(data),  # type: ignore[attr-defined]
+                               "-X", "none", "-c", "fast", "--no-sync"], capture_output=True, text=True, **run_as)
+        assert proc.returncode == 0, proc.stderr
+
+    try:
+        recording = record_physical(SystemProvider(15), on_start=backup)
+        switch = recording.history.switchpoint(1)[0]
+        assert switch is not None
+        with SyncFakeWalsender({"physical": {"recording": recording}}) as fake:
+            (data / "standby.signal").touch()
+            with open(data / "postgresql.auto.conf", "a") as f:
+                f.write(f"primary_conninfo = 'host={fake.host} port={fake.port} user=postgres'\n"
+                        "recovery_target_timeline = 'latest'\n")
+            if user is not None:
+                os.chown(data / "standby.signal", user[1], user[2])
+            shost, sport = standby.launch(data)
+            replica = describe_server("system", shost, sport, "postgres", "postgres", BIN)
+            deadline = time.monotonic() + 60
+            state = None
+            while time.monotonic() < deadline:
+                state = _sql(replica, "SELECT coalesce(pg_last_wal_replay_lsn(), '0/0')::text, "
+                                      "(SELECT received_tli FROM pg_stat_wal_receiver)")[0]
+                if parse_lsn(state[0]) >= recording.flush_lsn and state[1] == 2:
+                    break
+                time.sleep(0.2)
+            assert state is not None and parse_lsn(state[0]) >= recording.flush_lsn and state[1] == 2, state
+            rows = _sql(replica, "SELECT count(*), count(*) FILTER (WHERE note = 'after promotion') FROM pgws_wal")[0]
+            assert rows[0] > 600 and rows[1] > 0  # the rows written on timeline 2
+            queries = fake.transcript.queries()
+            assert "TIMELINE_HISTORY 2" in queries
+            starts = [q for q in queries if q.startswith("START_REPLICATION")]
+            assert any(q.endswith("TIMELINE 1") for q in starts) and any(q.endswith("TIMELINE 2") for q in starts)
+            handshake = [m for m in fake.transcript.backend() if type(m.message).__name__ == "DataRow"
+                         and m.message.values == (b"2", format_lsn(switch).encode())]
+            assert handshake  # the next-timeline result set went out
+    finally:
+        standby.stop()
