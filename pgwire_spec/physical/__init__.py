@@ -33,6 +33,9 @@ __all__ = [
     "write_recording",
     "verify_recording",
     "record_physical",
+    "PhysicalSource",
+    "load_physical",
+    "physical_server",
     "History",
     "HistoryError",
     "TimelineEntry",
@@ -50,9 +53,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # record_physical needs psycopg and real servers: imported on first use.
+    # record_physical needs psycopg and real servers; the serving side needs the walsender
+    # core: imported on first use.
     if name == "record_physical":
         from .capture import record_physical
 
         return record_physical
-    raise AttributeError(name)
+    if name in ("PhysicalSource", "physical_server"):
+        from . import serve
+
+        return getattr(serve, name)
+    if name == "load_physical":
+        from .scenario import load_physical
+
+        return load_physical
+    raise AttributeError(f"module 'pgwire_spec.physical' has no attribute {name!r}")
