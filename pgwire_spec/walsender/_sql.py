@@ -150,7 +150,10 @@ def _ident_parts(text: str) -> list[str]:
 
 def _split_top(text: str) -> list[str]:
     """Split on top-level commas (outside parentheses and quotes)."""
-    out, buf, depth, quote = [], [], 0, None
+    out: list[str] = []
+    buf: list[str] = []
+    depth = 0
+    quote: str | None = None
     for ch in text:
         if quote:
             buf.append(ch)
@@ -269,8 +272,8 @@ class _Answerer:
         # check_publications (subscriber 15+)
         if re.search(r"from pg_catalog\.pg_publication t where t\.pubname in\(", low):
             names = _in_list(text, "t.pubname")
-            rows = tuple((n,) for n in names if self.scenario.publication(n) is not None)
-            return Result((("pubname", NAME),), rows, f"SELECT {len(rows)}")
+            found_pubs = tuple((n,) for n in names if self.scenario.publication(n) is not None)
+            return Result((("pubname", NAME),), found_pubs, f"SELECT {len(found_pubs)}")
         # check_publications_origin (copy_data with origin = none): no table comes from
         # another origin here.
         if "pg_subscription_rel" in low:
@@ -283,7 +286,7 @@ class _Answerer:
             with_attrs = "gpt.attrs" in low
             if with_attrs:
                 cols.append(("attrs", INT2VECTOR))
-            rows = []
+            rows: list[tuple[str | None, ...]] = []
             for t in tables:
                 row: list[str | None] = [t.schema, t.name]
                 if with_attrs:
@@ -313,13 +316,13 @@ class _Answerer:
             mr = re.search(r"c\.relname = " + _STRING, text, re.IGNORECASE)
             if not ms or not mr:
                 raise ServerError("42601", "expected a relation query naming n.nspname and c.relname")
-            t = self.table_by_name(ms.group(1).replace("''", "'"), mr.group(1).replace("''", "'"))
+            rel = self.table_by_name(ms.group(1).replace("''", "'"), mr.group(1).replace("''", "'"))
             with_kind = "c.relkind" in low
             cols = [("oid", OID), ("relreplident", CHAR)] + ([("relkind", CHAR)] if with_kind else [])
-            if t is None:
+            if rel is None:
                 return Result(tuple(cols), (), "SELECT 0")
-            row = [str(t.oid), t.replica_identity] + (["r"] if with_kind else [])
-            return Result(tuple(cols), (tuple(row),), "SELECT 1")
+            found: tuple[str | None, ...] = (str(rel.oid), rel.replica_identity, *(["r"] if with_kind else []))
+            return Result(tuple(cols), (found,), "SELECT 1")
         # table sync: the column list of the publication(s) (publisher 15+)
         if "array_length(gpt.attrs" in low or ("prattrs" in low and "pg_publication_rel" in low):
             return Result((("attrs", INT2VECTOR),), ((None,),), "SELECT 1")

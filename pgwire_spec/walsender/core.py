@@ -746,7 +746,7 @@ class Connection:
             slot = SlotState(cmd.slot_name, "logical", cmd.plugin, self.database, start, start, two_phase,
                              failover, cmd.temporary, None, self.id if cmd.temporary else None)
             snapshot_name = f"{self.pid:08X}-{len(self.server.slots) + 1:08X}-1" if snapshot == "export" else None
-            row = (cmd.slot_name, format_lsn(start), snapshot_name, cmd.plugin)
+            row: tuple[str | None, ...] = (cmd.slot_name, format_lsn(start), snapshot_name, cmd.plugin)
         else:
             reserve = cmd.reserve_wal
             slot = SlotState(cmd.slot_name, "physical", None, None, 0, start if reserve else 0, False,

@@ -26,7 +26,7 @@ limits how many connections a fault fires on (default 1; ``null`` for every one)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["Fault", "ACTIONS", "parse_faults", "FaultBook"]
@@ -96,7 +96,7 @@ class Fault:
         return True
 
 
-_FIELDS = {f for f in Fault.__dataclass_fields__}  # type: ignore[attr-defined]
+_FIELDS = {f.name for f in fields(Fault)}
 
 
 def parse_faults(data: Any, path: str = "faults") -> list[Fault]:

@@ -73,7 +73,7 @@ class ScenarioError(PgWireError, ValueError):
         super().__init__(f"{where}expected {expected}, found {found}")
 
 
-_dc = dataclass(frozen=True, slots=True)
+
 
 # ------------------------------------------------------------------------------------------
 # Server, auth, schema
@@ -83,7 +83,7 @@ _dc = dataclass(frozen=True, slots=True)
 DEFAULT_CLOCK = datetime_to_timestamp(_dt.datetime(2025, 1, 1, tzinfo=_dt.UTC))
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class ServerInfo:
     """Who the fake server says it is. ``version`` decides the persona (major 10 … 18)."""
 
@@ -110,7 +110,7 @@ class ServerInfo:
         return int(re.match(r"\d+", self.version).group())  # type: ignore[union-attr]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class AuthConfig:
     """``method``: trust | password | md5 | scram-sha-256. ``users``: user -> password
     (with trust: the users allowed; empty means anyone)."""
@@ -123,7 +123,7 @@ class AuthConfig:
         return dict(self.users)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Column:
     name: str
     type: ColumnType
@@ -131,7 +131,7 @@ class Column:
     key: bool = False
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Table:
     schema: str
     name: str
@@ -161,7 +161,7 @@ class Table:
         return [dict(r) for r in self.rows]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Publication:
     name: str
     #: Qualified table names; None for FOR ALL TABLES.
@@ -172,7 +172,7 @@ class Publication:
         return action in self.actions and (self.tables is None or table in self.tables)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Slot:
     """A replication slot that exists when the server starts."""
 
@@ -183,7 +183,7 @@ class Slot:
     temporary: bool = False
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class KeepaliveConfig:
     """Keepalives while idle: every ``interval`` seconds, ``reply_requested`` set or not,
     walEnd growing by ``advance`` bytes each time (as a busy server's WAL does)."""
@@ -198,13 +198,13 @@ class KeepaliveConfig:
 # ------------------------------------------------------------------------------------------
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RowInsert:
     table: str
     new: tuple[tuple[str, Any], ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RowUpdate:
     table: str
     #: Values of the key columns (or of every column under REPLICA IDENTITY FULL/NOTHING)
@@ -216,20 +216,20 @@ class RowUpdate:
     unchanged: tuple[str, ...] = ()
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RowDelete:
     table: str
     key: tuple[tuple[str, Any], ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class TableTruncate:
     tables: tuple[str, ...]
     cascade: bool = False
     restart_identity: bool = False
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class EmitMessage:
     """``pg_logical_emit_message(transactional, prefix, content)``."""
 
@@ -238,7 +238,7 @@ class EmitMessage:
     transactional: bool = True
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Subtransaction:
     """A SAVEPOINT block: its changes, then RELEASE (``rollback=False``) or ROLLBACK TO."""
 
@@ -249,7 +249,7 @@ class Subtransaction:
 Change = RowInsert | RowUpdate | RowDelete | TableTruncate | EmitMessage | Subtransaction
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Transaction:
     changes: tuple[Change, ...]
     #: ``commit`` | ``abort`` | ``prepare`` (then ``gid`` names it).
@@ -264,13 +264,13 @@ class Transaction:
     stream: bool | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CommitPrepared:
     gid: str
     commit_time: int | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RollbackPrepared:
     gid: str
     commit_time: int | None = None
@@ -279,7 +279,7 @@ class RollbackPrepared:
 HistoryItem = Transaction | CommitPrepared | RollbackPrepared | EmitMessage
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RawStream:
     """A recorded stream served as it is: pgoutput payloads with their write LSNs.
 
@@ -299,7 +299,7 @@ class RawStream:
 # ------------------------------------------------------------------------------------------
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Scenario:
     server: ServerInfo = field(default_factory=ServerInfo)
     auth: AuthConfig = field(default_factory=AuthConfig)

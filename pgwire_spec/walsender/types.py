@@ -213,11 +213,11 @@ def resolve_type(spec: Any) -> ColumnType:
             name = known if known is not None else f"type_{oid}"
         elif known is not None and known.lstrip("_") != str(name).lstrip("_"):
             name = str(name)
-        base = _from_oid(oid) if known is not None else None
+        found = _from_oid(oid) if known is not None else None
         namespace = spec.get("namespace", "pg_catalog" if oid < FIRST_USER_OID else "public")
         typmod = int(spec.get("typmod", -1))
-        if base is not None:
-            return ColumnType(base.oid, base.name, namespace, typmod, base.element)
+        if found is not None:
+            return ColumnType(found.oid, found.name, namespace, typmod, found.element)
         return ColumnType(oid, str(name), str(namespace), typmod)
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec in _BY_OID:
@@ -362,7 +362,7 @@ def _timestamp_text(value: Any) -> str:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(_dt.UTC).replace(tzinfo=None)
-        return value.isoformat(sep=" ")
+        return str(value.isoformat(sep=" "))
     if isinstance(value, _dt.date):
         return value.isoformat() + " 00:00:00"
     if isinstance(value, str):
@@ -374,7 +374,7 @@ def _timestamptz_text(value: Any) -> str:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.UTC)
-        return value.astimezone(_dt.UTC).isoformat(sep=" ").replace("+00:00", "+00")
+        return str(value.astimezone(_dt.UTC).isoformat(sep=" ")).replace("+00:00", "+00")
     if isinstance(value, _dt.date):
         return value.isoformat() + " 00:00:00+00"
     if isinstance(value, str):
