@@ -252,6 +252,9 @@ class _Stream:
     faults: list[int] = field(default_factory=list)
     paused_until: float | None = None
     paused_forever: bool = False
+    #: The server sent CopyDone (a shutdown): it sends nothing more and waits for the
+    #: client's CopyDone.
+    done_sending: bool = False
     decoder: PgOutputDecoder | None = None
 
 
@@ -873,6 +876,12 @@ class Connection:
                 self.fatal(ServerError("08P01", f'unexpected message type "{payload.tag}"'))
             return
         if isinstance(msg, CopyDone):
+            if st.done_sending:
+                # walsender.c WalSndDone: both sides sent CopyDone; the server exits
+                self.send(CommandComplete("COPY 0"))
+                self.close_action = Close()
+                self.phase = "closing"
+                return
             self._end_stream(copy_done=True)
             return
         if isinstance(msg, CopyFail):
@@ -925,6 +934,12 @@ class Connection:
         if a == "keepalive":
             self._keepalive(st.wal_end, True)
             return "go"
+        if a == "shutdown":
+            # A server shutting down ends the COPY itself (walsender.c WalSndDone): CopyDone,
+            # then nothing more until the client answers with its CopyDone.
+            self.send(CopyDone())
+            st.done_sending = True
+            return "stop"
         if a == "error":
             err = ServerError(f.sqlstate, f.message, severity=f.severity)
             if f.severity in ("FATAL", "PANIC"):
@@ -943,6 +958,8 @@ class Connection:
             self.send_error(ServerError("57014", "canceling statement due to user request"))
             self._end_stream(copy_done=False)
             return self._flush()
+        if st.done_sending:
+            return Wait(None)
         items = st.plan.items
         n_items = len(items)
         modifiers: list[str] = []

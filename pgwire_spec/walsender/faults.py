@@ -14,6 +14,7 @@ In a scenario file::
       - {action: error, after_messages: 3, sqlstate: XX000, message: boom} # ErrorResponse mid-stream
       - {action: keepalive, after_messages: 4}                             # keepalive, replyRequested
       - {action: refuse_auth, user: replicator}                            # FATAL 28P01 at auth
+      - {action: shutdown, after_messages: 9}                              # CopyDone from the server
       - {action: crash, after_messages: 50}                                # every connection dropped
 
 ``after_messages: N`` fires before the stream's message number N (0-based: after N
@@ -43,6 +44,8 @@ ACTIONS: dict[str, str] = {
     "error": "send an ErrorResponse (`sqlstate`, `message`, `severity`) and end the stream",
     "keepalive": "send a keepalive with replyRequested = 1 before the message",
     "refuse_auth": "answer the authentication with FATAL 28P01",
+    "shutdown": "end the stream as a server shutting down does: CopyDone, then, after the client's CopyDone, "
+                "CommandComplete and close",
     "crash": "drop every connection of the server (reset); refuse new ones for `seconds`",
 }
 

@@ -191,3 +191,14 @@ def test_crash_drops_every_connection_and_refuses_new_ones_for_a_while() -> None
         with psycopg.connect(fake.dsn, autocommit=True) as conn:
             conn.execute("SELECT 1")
         assert "fault:crash" in fake.transcript.events()
+
+
+def test_shutdown_ends_the_copy_from_the_server_side() -> None:
+    from pgwire_spec.wire import CommandComplete, CopyDone
+
+    c, out = run(Fault("shutdown", after_messages=4))
+    assert len(writes(out)) == 4 and isinstance(out[-1], CopyDone)
+    c.clock += 3600
+    assert c.pump() == [] and c.closed is None  # nothing more, not even keepalives
+    out = c.copy_done()
+    assert out == [CommandComplete("COPY 0")] and c.closed is not None and not c.closed.reset

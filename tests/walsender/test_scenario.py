@@ -173,3 +173,21 @@ def test_the_schema_rejects_what_the_loader_rejects() -> None:
         assert list(v.iter_errors(bad)), bad
         with pytest.raises(ScenarioError):
             Scenario.from_dict(bad)
+
+
+def test_the_python_api_builds_scenarios_from_dataclasses() -> None:
+    from pgwire_spec.walsender import Column, Publication, ServerInfo, ServerState, Table, resolve_type
+
+    from ._client import Client, xlog
+
+    table = Table("public", "t", 16384, (Column("id", resolve_type("int4"), key=True),
+                                         Column("v", resolve_type("text"))), "d", rows=((("id", 1), ("v", "a")),))
+    s = Scenario(server=ServerInfo(version="15.4"), publications=(Publication("pub", ("public.t",)),),
+                 tables=(table,), history=(Transaction((RowInsert("public.t", (("id", 2), ("v", "b"))),
+                                                         RowUpdate("public.t", (("id", 1),), (("v", "z"),)))),))
+    assert s.final_rows("t") == [{"id": 1, "v": "z"}, {"id": 2, "v": "b"}]
+    c = Client(ServerState(s))
+    c.startup()
+    c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    out = c.query("START_REPLICATION SLOT s LOGICAL 0/0 (proto_version '1', publication_names 'pub')")
+    assert [chr(p.data[0]) for p in xlog(out) if p.tag == "w"] == ["B", "R", "I", "U", "C"]
