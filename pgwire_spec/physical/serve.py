@@ -497,6 +497,13 @@ class WalStream(_Delegate):
     def input(self, msg: Any, now: float) -> None:
         conn = self.conn
         if isinstance(msg, CopyData):
+            if msg.data[:1] not in (b"r", b"h"):
+                # walsender.c ProcessRepliesIfAny/ProcessStandbyMessage: FATAL on any other type.
+                conn._record("F", msg)
+                self._release()
+                kind = msg.data[:1].decode("latin-1") or "?"
+                conn.fatal(ServerError("08P01", f'unexpected message type "{kind}"'))
+                return
             try:
                 payload = decode_copy_data(msg.data)
             except DecodeError as err:

@@ -376,3 +376,18 @@ def test_row_values_are_the_recorded_history(tmp_path: Any) -> None:
     assert got[1].values == (b"00000002.history", RECORDING.history.file(2))
     assert isinstance(got[2], CommandComplete) and got[2].command_tag == "TIMELINE_HISTORY"
     assert without_keepalives(got) == got
+
+
+def test_bad_client_input_during_a_physical_stream_ends_the_connection_clearly() -> None:
+    from pgwire_spec.wire import CopyData as WireCopyData
+    from pgwire_spec.wire import encode_message
+
+    for payload, text in ((b"x" + bytes(8), 'unexpected message type "x"'), (b"r\x00\x01", "invalid standby message")):
+        state, clock = server(slots={"s": "0/800000"})
+        pair = connect(state, clock)
+        pair.query('START_REPLICATION SLOT "s" 0/800000 TIMELINE 2')
+        got = pair.pump(encode_message(WireCopyData(payload)))
+        errors = [e for e in got if isinstance(e, ErrorResponse)]
+        assert len(errors) == 1 and errors[0].severity == "FATAL" and text in (errors[0].message or "")
+        assert pair.closed is not None
+        assert state.slots["s"].active is None  # the slot is free again
