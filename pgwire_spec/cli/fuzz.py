@@ -59,7 +59,10 @@ def _campaign(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
     if args.replay:
         from ..fuzz.findings import read_regression, replay
 

@@ -294,8 +294,9 @@ _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
 def _decode_at(stream: SeedStream, index: int, flags: Sequence[bool]) -> m.PgOutputMessage | None:
     try:
-        return FAMILY.decode(stream.payloads[index], flags[index],
-                             stream.options.get("streaming") == "parallel")
+        msg: m.PgOutputMessage = FAMILY.decode(stream.payloads[index], flags[index],
+                                               stream.options.get("streaming") == "parallel")
+        return msg
     except DecodeError:
         return None
 
@@ -354,7 +355,7 @@ def _surround(stream: SeedStream, index: int, flags: Sequence[bool]) -> tuple[li
             if tags[j] == "R":
                 rel = _decode_at(stream, j, flags)
                 if isinstance(rel, m.Relation) and rel.relation_id == rid:
-                    rels.append(encode(dataclass_replace(rel, xid=stream_xid)))
+                    rels.append(encode(dataclass_replace(rel, xid=stream_xid)))  # type: ignore[type-var]
                     break
     # a streamed xid must have been started (first segment) before a later segment,
     # Stream Commit, Stream Abort or Stream Prepare names it
@@ -396,9 +397,8 @@ def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterat
         payloads, at = _surround(stream, i, flags)
         kind = kind_of(payload)
         name = f"fixture/{stream.ids[i]}" if stream.ids else f"{prefix}/{i:05d}"
-        recorded = None
-        if stream.expected is not None and stream.expected[i] is not None:
-            recorded = {at: stream.expected[i]}
+        want = stream.expected[i] if stream.expected is not None else None
+        recorded: dict[int, Mapping[str, Any]] | None = None if want is None else {at: want}
         case = _valid_case(
             name, f"{kind} #{i} of {stream.name} ({context_label(ctx)})", ctx, payloads, [at],
             source=source, recorded=recorded, flags=stream.flags[i] if stream.flags else (),
@@ -408,11 +408,11 @@ def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterat
             continue
         # The surrounding is not valid for the reference: judge the payload on its own.
         results = reference_results(ctx, [payload])
-        if recorded is not None and "message" in results[0]:
+        if want is not None and "message" in results[0]:
             yield Case(
                 id=name, description=f"{kind} #{i} of {stream.name}, on its own ({context_label(ctx)})",
                 section=section_of(kind), level="MUST", context=ctx, payloads=(payload,),
-                expected=(stream.expected[i],), checked=(0,), source=source,  # type: ignore[index]
+                expected=(want,), checked=(0,), source=source,
             )
 
 

@@ -85,6 +85,6 @@ def stream_strategies(context: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         getattr(strategies, name, None)
     kwargs = dict(context)
     if strategies_available("streams"):
-        yield "valid", strategies.streams(**kwargs)  # type: ignore[attr-defined]
+        yield "valid", strategies.streams(**kwargs)
     if strategies_available("malformed_streams"):
-        yield "malformed", strategies.malformed_streams(**kwargs)  # type: ignore[attr-defined]
+        yield "malformed", strategies.malformed_streams(**kwargs)

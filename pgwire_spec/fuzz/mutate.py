@@ -90,7 +90,7 @@ def prepare_seeds(
     windows: list[StreamSeed] = []
     per_stream = max(1, max_windows // max(1, len(streams)))
     for s in streams:
-        opts = {k: s.options[k] for k in ("protocol_version", "streaming", "two_phase", "binary", "messages")
+        opts: dict[str, Any] = {k: s.options[k] for k in ("protocol_version", "streaming", "two_phase", "binary", "messages")
                 if k in s.options}
         try:
             dec = PgOutputDecoder(strict=False, **opts)

@@ -415,7 +415,8 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     n = 0
     crc = 0
     chunk = 0
-    check_payload = getattr(oracle, "check_payload", None)
+    # a differential oracle has no payload check: its mutator only draws stream cases
+    check_payload: Callable[[bytes, bool, bool], Any] = getattr(oracle, "check_payload", lambda *a: None)
     check_stream = oracle.check_stream
     per_chunk = 32 if differential else CHUNK
     # An adapter has its own per-case timeout (SubprocessAdapter); the reference gets the timer.

@@ -90,3 +90,20 @@ def test_verify_fixtures_as_a_spark_job(spark_local: Any) -> None:
     report = verify_fixtures_spark(files, spark=spark_local, say=lambda m: None)
     assert report.files == len(files) and report.cases > 1000
     assert report.mismatches == []
+
+
+def test_the_cli_main_job_prints_its_report(spark_local: Any, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``pgwire-spec fuzz --campaign smoke --master local[2] --out DIR`` (here with a case
+    count instead of the smoke campaign's 60 s): both engines, the shipped corpus, the
+    reference; exit 0, the report on stdout, progress on stderr."""
+    from pgwire_spec.cli import main
+
+    code = main(["fuzz", "--campaign", "smoke", "--cases", "400", "--master", "local[2]", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "fuzz campaign smoke: target reference" in out
+    assert "engine mutate:" in out and "engine generate:" in out and "findings: none" in out
+    assert "[fuzz] campaign smoke" in err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["campaign"]["name"] == "smoke" and summary["cases"] == 400 * len(summary["shards"])
