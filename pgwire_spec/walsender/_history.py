@@ -123,6 +123,7 @@ class _Tables:
     def __init__(self, scenario: Scenario, include_initial: bool, strict: bool) -> None:
         self.strict = strict
         self.rows: dict[str, dict[int, Row]] = {}
+        self.idx: dict[str, dict[tuple[str | None, ...], list[int]]] = {}
         self.next_id = 0
         for t in scenario.tables:
             self.rows[t.qualified_name] = {}
@@ -150,8 +151,40 @@ class _Tables:
                 return False
         return True
 
+    # -- the key index: key values (as text) -> row ids, for tables with key columns --------
+    @staticmethod
+    def _key(t: Table, row: Row) -> tuple[str | None, ...]:
+        return tuple(c.type.text(row.get(c.name)) for c in t.columns if c.key)
+
+    def _index(self, t: Table) -> dict[tuple[str | None, ...], list[int]]:
+        name = t.qualified_name
+        idx = self.idx.get(name)
+        if idx is None:
+            idx = {}
+            for rid, row in self.rows[name].items():
+                idx.setdefault(self._key(t, row), []).append(rid)
+            self.idx[name] = idx
+        return idx
+
+    def _indexed(self, t: Table, rid: int, row: Row, add: bool) -> None:
+        idx = self.idx.get(t.qualified_name)
+        if idx is None or not t.key_columns:
+            return
+        k = self._key(t, row)
+        if add:
+            idx.setdefault(k, []).append(rid)
+        else:
+            rids = idx.get(k)
+            if rids is not None and rid in rids:
+                rids.remove(rid)
+
     def find(self, t: Table, key: Row, path: str) -> tuple[int, Row] | None:
-        found = [(rid, row) for rid, row in self.rows[t.qualified_name].items() if self._matches(t, row, key)]
+        rows = self.rows[t.qualified_name]
+        if t.key_columns and set(key) == set(t.key_columns):
+            k = tuple(c.type.text(key.get(c.name)) for c in t.columns if c.key)
+            found = [(rid, rows[rid]) for rid in sorted(self._index(t).get(k, ()))]
+        else:
+            found = [(rid, row) for rid, row in rows.items() if self._matches(t, row, key)]
         if not found:
             if self.strict:
                 raise ScenarioError(path, f"a row of {t.qualified_name} with {key}", "no such row")
@@ -163,24 +196,30 @@ class _Tables:
     # each operation returns its undo entry
     def insert(self, t: Table, row: Row) -> tuple[Any, ...]:
         rid = self._put(t, None, row)
+        self._indexed(t, rid, row, True)
         return ("del", t.qualified_name, rid)
 
     def replace(self, t: Table, rid: int, row: Row) -> tuple[Any, ...]:
         old = self.rows[t.qualified_name][rid]
         self.rows[t.qualified_name][rid] = row
+        self._indexed(t, rid, old, False)
+        self._indexed(t, rid, row, True)
         return ("put", t.qualified_name, rid, old)
 
     def delete(self, t: Table, rid: int) -> tuple[Any, ...]:
         old = self.rows[t.qualified_name].pop(rid)
+        self._indexed(t, rid, old, False)
         return ("put", t.qualified_name, rid, old)
 
     def truncate(self, t: Table) -> tuple[Any, ...]:
         old = self.rows[t.qualified_name]
         self.rows[t.qualified_name] = {}
+        self.idx.pop(t.qualified_name, None)
         return ("all", t.qualified_name, old)
 
     def undo(self, log: list[tuple[Any, ...]]) -> None:
         for entry in reversed(log):
+            self.idx.pop(entry[1], None)  # rebuilt on the next lookup
             if entry[0] == "del":
                 self.rows[entry[1]].pop(entry[2], None)
             elif entry[0] == "put":
