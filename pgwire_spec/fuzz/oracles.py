@@ -35,11 +35,13 @@ __all__ = ["Violation", "ReferenceOracle", "DifferentialOracle", "signature_path
 Violation = tuple[str, str, str]
 
 _DIGITS = re.compile(r"\[\d+\]")
+_COUNTS = re.compile(r" \(\d+ items expected, \d+ found\)")
 
 
 def signature_path(path: str | None) -> str:
-    """A field path without element numbers: ``new_tuple[3].length`` -> ``new_tuple[].length``."""
-    return _DIGITS.sub("[]", path or "")
+    """A field path without element numbers: ``new_tuple[3].length`` -> ``new_tuple[].length``,
+    ``new_tuple (2 items expected, 0 found)`` -> ``new_tuple (length)``."""
+    return _COUNTS.sub(" (length)", _DIGITS.sub("[]", path or ""))
 
 
 def _tag(data: bytes) -> str:

@@ -368,7 +368,9 @@ def _minimise_all(campaign: Campaign, findings: list[Finding]) -> list[Finding]:
     adapter = _open_target(campaign)
     try:
         oracle: Any = DifferentialOracle(adapter) if adapter is not None else ReferenceOracle(json_every=1)
-        return [minimise(f, oracle, max_seconds=2.0 if adapter is None else 10.0) for f in findings]
+        # at most ~30 s in all, shared by the findings (an adapter answers slowly)
+        each = min(2.0 if adapter is None else 10.0, max(0.5, 30.0 / len(findings)))
+        return [minimise(f, oracle, max_seconds=each) for f in findings]
     finally:
         if adapter is not None:
             adapter.close()

@@ -82,3 +82,7 @@ def test_differential_oracle_agrees_with_itself_and_catches_a_tolerant_decoder()
 def test_signature_paths_drop_element_numbers() -> None:
     assert signature_path("new_tuple[12].length") == "new_tuple[].length"
     assert signature_path(None) == ""
+
+
+def test_signature_paths_drop_counts() -> None:
+    assert signature_path("new_tuple (14 items expected, 0 found)") == "new_tuple (length)"
