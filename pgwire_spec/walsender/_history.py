@@ -419,6 +419,20 @@ class _Compiler:
         self.events.append(PreparedEnd(txn, commit, lsn, self.lsn, self.tick(item.commit_time)))
 
 
+#: The last few compiled histories, by scenario identity (loading a scenario compiles it to
+#: check it; the server then needs the same History).
+_RECENT: dict[int, tuple[Scenario, History]] = {}
+
+
 def compile_history(scenario: Scenario, *, include_initial: bool = True) -> History:
     """Place the scenario's history in the WAL and simulate its tables."""
-    return _Compiler(scenario, include_initial).run()
+    if not include_initial:
+        return _Compiler(scenario, include_initial).run()
+    hit = _RECENT.get(id(scenario))
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    history = _Compiler(scenario, include_initial).run()
+    if len(_RECENT) >= 8:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[id(scenario)] = (scenario, history)
+    return history
