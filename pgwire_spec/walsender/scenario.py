@@ -701,7 +701,9 @@ class _Loader:
             try:
                 col.type.text(value)
             except (TypeValueError, ValueError) as exc:
-                raise ScenarioError(f"{path}.{cname}", f"a value of type {col.type.name}", str(exc)) from None
+                what, _, _found = str(exc).removeprefix("expected ").partition(", found ")
+                raise ScenarioError(f"{path}.{cname}", f"a value of type {col.type.name} ({what})",
+                                    _describe(value)) from None
             out.append((col.name, value))
         return tuple(out)
 
