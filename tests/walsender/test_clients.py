@@ -125,7 +125,8 @@ def _consume(cur: Any, until: Any, timeout: float = 30.0) -> list[Any]:
     return got
 
 
-def test_psycopg2_consumes_confirms_and_resumes_without_loss_or_duplicates() -> None:
+@pytest.mark.parametrize("explicit", [False, True], ids=["from_0/0", "from_confirmed"])
+def test_psycopg2_consumes_confirms_and_resumes_without_loss_or_duplicates(explicit: bool) -> None:
     pytest.importorskip("psycopg2")
     import psycopg2
     import psycopg2.extras
@@ -151,9 +152,10 @@ def test_psycopg2_consumes_confirms_and_resumes_without_loss_or_duplicates() -> 
         assert fake.slots["ps"].confirmed_flush == confirmed
         conn.close()
 
-        # Reconnect from the confirmed position (0/0: the server starts at confirmed_flush).
+        # Reconnect from the confirmed position (asked for, or 0/0: the server starts at
+        # the slot's confirmed_flush).
         conn, cur = connect()
-        cur.start_replication(slot_name="ps", decode=False, start_lsn=0,
+        cur.start_replication(slot_name="ps", decode=False, start_lsn=confirmed if explicit else 0,
                               options={"proto_version": "1", "publication_names": "pub"})
         rest = _consume(cur, lambda got: sum(1 for _, m in got if m.tag == "C")
                         >= len(expected_xids) - 5)
