@@ -278,3 +278,20 @@ def test_subscriber_recovers_after_the_fake_drops_the_connection_mid_stream(
         events = fake.transcript.events()
     assert "fault:reset" in events
     assert rows == expected
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(("major", "persona_major"), [(18, 14), (16, 10), (15, 17)])
+def test_subscriber_talks_to_a_publisher_of_another_major(subscriber_server: Any, major: int,
+                                                          persona_major: int) -> None:
+    """The subscriber picks its queries and protocol version by the publisher's
+    server_version: the fake answers each major's forms."""
+    server = subscriber_server(major)
+    scenario = Scenario.from_dict(accounts(persona_major))
+    with SyncFakeWalsender(scenario) as fake:
+        rows, expected = _subscribe(server, fake, scenario, "public.accounts", copy_data=True)
+        starts = [q for q in fake.transcript.queries() if q.startswith("START_REPLICATION")]
+    assert rows == expected
+    # the subscriber asks for the highest version both know
+    expected_proto = min({10: 1, 14: 2, 17: 4}[persona_major], {15: 3, 16: 4, 18: 4}[major])
+    assert all(f"proto_version '{expected_proto}'" in q for q in starts)
