@@ -21,6 +21,8 @@ from .runner import RunResult, Verdict
 __all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index"]
 
 _MAX_SHOWN = 25
+#: Failures shown in full in the HTML report (all of them are in index.json and junit.xml).
+_HTML_FAILURES = 1000
 
 
 def summary_line(result: RunResult) -> str:
@@ -45,12 +47,9 @@ def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> 
             out.write(f"  FAIL [{v.case.level}] {v.case.id}: {_one_line(v.reason)}\n")
         if not verbose and len(failed) > _MAX_SHOWN:
             out.write(f"  … and {len(failed) - _MAX_SHOWN} more (see the report)\n")
-    by_reason: dict[str, int] = defaultdict(int)
-    for v in failed:
-        by_reason[_gist(v.reason)] += 1
     if failed:
         out.write("most frequent failures:\n")
-        for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1])[:10]:
+        for reason, n in _gists(failed)[:10]:
             out.write(f"  {n:6d} × {reason}\n")
     out.write(summary_line(result) + "\n")
 
@@ -58,6 +57,14 @@ def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> 
 def _one_line(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _gists(failed: list[Verdict]) -> list[tuple[str, int]]:
+    """Failure reasons grouped without their numbers, most frequent first."""
+    by_reason: dict[str, int] = defaultdict(int)
+    for v in failed:
+        by_reason[_gist(v.reason)] += 1
+    return sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _gist(reason: str) -> str:
@@ -89,14 +96,19 @@ def matrix(result: RunResult) -> tuple[list[str], list[int], dict[tuple[str, int
 
 
 def _verdict_json(v: Verdict) -> dict[str, Any]:
+    """A case in the index; the bytes and answers only for failures (the cases themselves
+    are reproducible by id)."""
     c = v.case
-    return {
+    out: dict[str, Any] = {
         "id": c.id, "description": c.description, "section": c.section, "level": c.level,
-        "source": c.source, "status": v.status, "reason": v.reason, "context": dict(c.context),
-        "payloads": [p.hex() for p in c.payloads], "index": v.index,
-        "expected": v.expected, "actual": v.actual, "flags": list(c.flags),
-        "seconds": round(v.seconds, 6),
+        "source": c.source, "status": v.status, "flags": list(c.flags), "seconds": round(v.seconds, 6),
     }
+    if v.status != "passed":
+        out["reason"] = v.reason
+    if v.status == "failed":
+        out.update({"context": dict(c.context), "payloads": [p.hex() for p in c.payloads], "index": v.index,
+                    "expected": v.expected, "actual": v.actual})
+    return out
 
 
 def index(result: RunResult) -> dict[str, Any]:
@@ -173,7 +185,8 @@ def _html(result: RunResult) -> str:
         rows.append("<tr>" + "".join(tds) + "</tr>")
     head = "".join(f"<th>protocol {pv}</th>" for pv in versions)
     failures = []
-    for v in (x for x in result.verdicts if x.status == "failed"):
+    failed = [x for x in result.verdicts if x.status == "failed"]
+    for v in failed[:_HTML_FAILURES]:
         hexes = []
         for i, p in enumerate(v.case.payloads):
             line = f"#{i} {p.hex()}"
@@ -199,6 +212,11 @@ def _html(result: RunResult) -> str:
         f'<table class="m"><tr><th>message</th>{head}</tr>{"".join(rows)}</table>'
         f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
         f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"
+        + (f"<p>… and {len(failed) - _HTML_FAILURES} more failures: every one, with its hex, expected and actual "
+           f"answer, is in index.json and junit.xml.</p>" if len(failed) > _HTML_FAILURES else "")
+        + "<h2>Most frequent failures</h2><table class=\"m\">"
+        + "".join(f"<tr><td>{n}</td><td class=\"k\">{esc(g)}</td></tr>" for g, n in _gists(failed)[:20])
+        + "</table>"
         "</body></html>\n"
     )
 
