@@ -68,10 +68,9 @@ class PgOutputMessage:
     tag: ClassVar[str]
 
 
-_dc = dataclass(frozen=True, slots=True)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Begin(PgOutputMessage):
     tag: ClassVar[str] = "B"
     final_lsn: int
@@ -83,7 +82,7 @@ class Begin(PgOutputMessage):
         return timestamp_to_datetime(self.commit_time)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class LogicalMessage(PgOutputMessage):
     """'M': a message written by ``pg_logical_emit_message`` (only with messages = true)."""
 
@@ -99,7 +98,7 @@ class LogicalMessage(PgOutputMessage):
         return bool(self.flags & 1)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Commit(PgOutputMessage):
     tag: ClassVar[str] = "C"
     flags: int
@@ -112,14 +111,14 @@ class Commit(PgOutputMessage):
         return timestamp_to_datetime(self.commit_time)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Origin(PgOutputMessage):
     tag: ClassVar[str] = "O"
     origin_lsn: int
     name: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RelationColumn:
     """One column of a Relation message."""
 
@@ -133,7 +132,7 @@ class RelationColumn:
         return bool(self.flags & 1)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Relation(PgOutputMessage):
     tag: ClassVar[str] = "R"
     xid: int | None
@@ -144,7 +143,7 @@ class Relation(PgOutputMessage):
     columns: tuple[RelationColumn, ...]
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Type(PgOutputMessage):
     tag: ClassVar[str] = "Y"
     xid: int | None
@@ -153,7 +152,7 @@ class Type(PgOutputMessage):
     name: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Insert(PgOutputMessage):
     tag: ClassVar[str] = "I"
     xid: int | None
@@ -161,7 +160,7 @@ class Insert(PgOutputMessage):
     new_tuple: TupleData
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Update(PgOutputMessage):
     """``old_kind`` is ``'K'`` (key changed), ``'O'`` (REPLICA IDENTITY FULL) or None."""
 
@@ -173,7 +172,7 @@ class Update(PgOutputMessage):
     new_tuple: TupleData
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Delete(PgOutputMessage):
     """``old_kind`` is ``'K'`` (key columns, others 'n') or ``'O'`` (FULL)."""
 
@@ -184,7 +183,7 @@ class Delete(PgOutputMessage):
     old_tuple: TupleData
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Truncate(PgOutputMessage):
     tag: ClassVar[str] = "T"
     xid: int | None
@@ -200,19 +199,19 @@ class Truncate(PgOutputMessage):
         return bool(self.options & 2)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StreamStart(PgOutputMessage):
     tag: ClassVar[str] = "S"
     xid: int
     first_segment: bool
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StreamStop(PgOutputMessage):
     tag: ClassVar[str] = "E"
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StreamCommit(PgOutputMessage):
     tag: ClassVar[str] = "c"
     xid: int
@@ -222,7 +221,7 @@ class StreamCommit(PgOutputMessage):
     commit_time: int
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StreamAbort(PgOutputMessage):
     """``abort_lsn``/``abort_time`` are present only with streaming = parallel."""
 
@@ -237,7 +236,7 @@ class StreamAbort(PgOutputMessage):
         return self.subtransaction_xid == self.xid
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class BeginPrepare(PgOutputMessage):
     tag: ClassVar[str] = "b"
     prepare_lsn: int
@@ -247,7 +246,7 @@ class BeginPrepare(PgOutputMessage):
     gid: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class Prepare(PgOutputMessage):
     tag: ClassVar[str] = "P"
     flags: int
@@ -258,7 +257,7 @@ class Prepare(PgOutputMessage):
     gid: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class CommitPrepared(PgOutputMessage):
     tag: ClassVar[str] = "K"
     flags: int
@@ -269,7 +268,7 @@ class CommitPrepared(PgOutputMessage):
     gid: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class RollbackPrepared(PgOutputMessage):
     tag: ClassVar[str] = "r"
     flags: int
@@ -281,7 +280,7 @@ class RollbackPrepared(PgOutputMessage):
     gid: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StreamPrepare(PgOutputMessage):
     tag: ClassVar[str] = "p"
     flags: int

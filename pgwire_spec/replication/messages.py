@@ -27,10 +27,9 @@ class ReplicationMessage:
     tag: ClassVar[str]
 
 
-_dc = dataclass(frozen=True, slots=True)
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class XLogData(ReplicationMessage):
     """'w' (server): a piece of WAL, or for a logical slot one output plugin message."""
 
@@ -41,7 +40,7 @@ class XLogData(ReplicationMessage):
     data: bytes
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class PrimaryKeepalive(ReplicationMessage):
     """'k' (server)."""
 
@@ -51,7 +50,7 @@ class PrimaryKeepalive(ReplicationMessage):
     reply_requested: bool
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class StandbyStatusUpdate(ReplicationMessage):
     """'r' (client): written, flushed and applied positions."""
 
@@ -63,7 +62,7 @@ class StandbyStatusUpdate(ReplicationMessage):
     reply_requested: bool
 
 
-@_dc
+@dataclass(frozen=True, slots=True)
 class HotStandbyFeedback(ReplicationMessage):
     """'h' (client)."""
 
