@@ -51,6 +51,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PgOutputDecoder",
+    "FakeWalsender",
+    "SyncFakeWalsender",
     "decode_message",
     "decode_copy_data",
     "encode",
@@ -111,10 +113,6 @@ def encode(message: Any) -> bytes:
         return encode_copy_data(message)
     fn = _ENCODERS.get(type(message))
     if fn is None:
-        from . import wire  # noqa: F401  (registers the frontend/backend encoders)
-
-        fn = _ENCODERS.get(type(message))
-    if fn is None:
         raise EncodeError(f"not a message this package encodes: {type(message).__name__}")
     return fn(message)  # type: ignore[no-any-return]
 
@@ -122,3 +120,13 @@ def encode(message: Any) -> bytes:
 # The v3 frontend/backend messages register their encoder and JSON form on import, so that
 # encode() and from_json() know them without an explicit import of pgwire_spec.wire.
 from . import wire as _wire  # noqa: E402,F401
+
+
+def __getattr__(name: str) -> Any:
+    # The fake walsender's asyncio shell is imported on first use: importing pgwire_spec
+    # stays free of I/O modules (the core is sans-IO).
+    if name in ("FakeWalsender", "SyncFakeWalsender"):
+        from . import walsender
+
+        return getattr(walsender, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
