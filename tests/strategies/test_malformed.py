@@ -71,7 +71,7 @@ def check_tolerant(case: MalformedStream) -> None:
 def test_each_violation_gives_its_rule_at_its_index(name: str) -> None:
     framing = VIOLATIONS[name].framing if VIOLATIONS[name].framing != "any" else None
 
-    @fast(40)
+    @fast(30)
     @given(malformed_streams(violations=[name], framing=framing))
     def check(case: MalformedStream) -> None:
         assert case.violation == name
@@ -81,7 +81,7 @@ def test_each_violation_gives_its_rule_at_its_index(name: str) -> None:
     check()
 
 
-@fast(200)
+@fast(150)
 @given(malformed_streams(framing=None))
 def test_any_malformed_stream(case: MalformedStream) -> None:
     check_strict(case)

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, find, settings
 
 from pgwire_spec import UNCHANGED, DecodeError, PgOutputDecoder
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.strategies import ProtocolContext, Stream, streams
+
+pytestmark = pytest.mark.slow  # a search and a shrink: 5-20 s each
 
 SEARCH = settings(max_examples=2000, derandomize=True, database=None, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

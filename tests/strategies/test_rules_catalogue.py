@@ -60,7 +60,7 @@ def test_every_violation_is_described() -> None:
         assert v.tolerant in tolerant, (name, v.tolerant, tolerant)
 
 
-@fast(300)
+@fast(150)
 @given(malformed_streams(framing=None))
 def test_cases_stay_inside_their_description(case: MalformedStream) -> None:
     d = DESCRIBED[case.violation]

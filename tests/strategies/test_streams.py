@@ -12,7 +12,7 @@ from pgwire_spec.strategies import ProtocolContext, Stream, streams
 from tests.strategies._common import PREFIXED, fast, tuples
 
 
-@fast(300)
+@fast(200)
 @given(streams())
 def test_every_valid_stream_passes_the_strict_decoder(stream: Stream) -> None:
     decoder = PgOutputDecoder(**stream.options, strict=True)
