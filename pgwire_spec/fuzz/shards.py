@@ -289,6 +289,7 @@ class _Watch:
         self.enabled = timeout > 0 and _can_alarm()
         self.limit_kb = memory_limit_mb * 1024
         self.base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        self.base_rss_kb = _rss_kb()
         self._old: Any = None
 
     def __enter__(self) -> _Watch:
@@ -313,9 +314,25 @@ class _Watch:
             signal.signal(signal.SIGALRM, self._old or signal.SIG_DFL)
 
     def memory_grew(self) -> int:
-        """KiB of peak RSS above the shard's start, if above the limit; else 0."""
-        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - self.base_kb
-        return grew if grew > self.limit_kb else 0
+        """KiB of memory above the shard's start, if above the limit; else 0: the peak RSS
+        (a spike inside a case) or the current RSS (memory a case kept)."""
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - self.base_kb
+        now = _rss_kb() - self.base_rss_kb
+        grew = max(peak, now)
+        if grew > self.limit_kb:
+            self.base_kb += max(peak, 0)
+            self.base_rss_kb += max(now, 0)
+            return grew
+        return 0
+
+
+def _rss_kb() -> int:
+    """The current resident set size in KiB (Linux /proc; else the peak)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _open_target(campaign: Campaign) -> Any:
@@ -453,9 +470,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
                 crc = _crc_case(case, crc)
             grew = watch.memory_grew()
             if grew:
-                _record(result, shard, (f"memory:chunk:{chunk}", "memory",
-                                        f"peak RSS grew by {grew // 1024} MiB during this chunk"), cases[0], n)
-                watch.base_kb += grew
+                _memory_culprit(shard, oracle, cases, n, grew, result)
             n += size
             chunk += 1
             if progress is not None:
@@ -468,6 +483,42 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     result.cpu_seconds = time.process_time() - c0
     if not watch.enabled:
         result.notes.append("hang timer unavailable (not the main thread): timeouts not checked")
+
+
+def _memory_culprit(shard: Shard, oracle: Any, cases: list[tuple[Any, ...]], n: int, grew_kb: int,
+                    result: _Acc) -> None:
+    """Memory grew past the limit during a chunk: re-run its cases one by one under
+    tracemalloc and name the one that allocated the most (kept or at its peak)."""
+    import tracemalloc
+
+    worst, worst_i = -1, 0
+    tracemalloc.start()
+    try:
+        for i, case in enumerate(cases):
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            try:
+                check_case(oracle, case)
+            except Exception:  # noqa: BLE001 - recorded already by the chunk run
+                pass
+            peak = tracemalloc.get_traced_memory()[1] - before
+            if peak > worst:
+                worst, worst_i = peak, i
+    finally:
+        tracemalloc.stop()
+    if worst * 2 < shard.campaign.memory_limit_mb * 1024 * 1024:
+        # no single case does it again: state kept across cases, or a one-off
+        _record(result, shard, ("memory:unreproduced", "memory",
+                                f"memory grew by {grew_kb // 1024} MiB in a chunk (limit "
+                                f"{shard.campaign.memory_limit_mb} MiB); no case of it does so alone"),
+                cases[0], n)
+        return
+    case = cases[worst_i]
+    tag = chr(case[1][0]) if case[0] == "p" and case[1] else "stream"
+    _record(result, shard, (f"memory:{tag}", "memory",
+                            f"memory grew by {grew_kb // 1024} MiB in a chunk (limit "
+                            f"{shard.campaign.memory_limit_mb} MiB); this case allocated {worst // 1024} KiB"),
+            case, n + worst_i)
 
 
 def _confirm_hang(shard: Shard, oracle: Any, watch: _Watch, cases: list[tuple[Any, ...]], i: int, n: int,

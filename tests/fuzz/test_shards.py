@@ -124,3 +124,24 @@ def test_finding_round_trip(tmp_path: Path) -> None:
     f = Finding("sig", "exception", "d", "mutate", "reference", 0, 5, "payload",
                 {"in_stream": False, "abort_tail": False}, (encode(Insert(None, 1, ("a",))),), ("bitflip",))
     assert Finding.from_dict(f.to_dict()) == f
+
+
+def test_memory_a_case_keeps_is_a_memory_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _codec.FAMILY.decoders[ord("T")]
+    kept: list[bytes] = []
+
+    def leaky(data: bytes, *args: Any) -> Any:
+        if len(kept) < 6 and len(data) % 7 == 6:
+            kept.append(b"\x01" * (40 * 1024 * 1024))  # 40 MiB kept, for every such input
+        return real(data, *args)
+
+    monkeypatch.setitem(_codec.FAMILY.decoders, ord("T"), leaky)
+    monkeypatch.setitem(_codec._DECODERS, ord("T"), leaky)
+    c = Campaign(engines=("mutate",), corpus=("builtin",), seed=4, cases=4_000, memory_limit_mb=24,
+                 shards_per_core=1)
+    r = run_shard(plan_shards(c, 1)[0], STREAMS)
+    assert kept, "the plant never ran"
+    found = {f.signature: f for f in r.findings}
+    assert "memory:T" in found, sorted(found)
+    assert "this case allocated" in found["memory:T"].detail
+    kept.clear()
