@@ -35,6 +35,11 @@ def strategies_available(name: str = "streams") -> bool:
         mod = importlib.import_module("pgwire_spec.strategies")
     except ImportError:  # pragma: no cover
         return False
+    # Both stream strategy modules loaded before any draw: importing the malformed-stream
+    # module changes what streams() draws afterwards (an import-order effect inside the
+    # strategies), so the same seed must always see both loaded.
+    for other in ("streams", "malformed_streams"):
+        getattr(mod, other, None)
     return callable(getattr(mod, name, None))
 
 
@@ -78,11 +83,6 @@ def stream_strategies(context: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """(``valid``|``malformed``, strategy) for one context, as far as the strategies exist."""
     from .. import strategies
 
-    # Both strategy modules loaded before the first draw: importing the malformed-stream
-    # module changes what streams() draws afterwards (an import-order effect in the
-    # strategies), which would make a process's first draws differ from later ones.
-    for name in ("streams", "malformed_streams"):
-        getattr(strategies, name, None)
     kwargs = dict(context)
     if strategies_available("streams"):
         yield "valid", strategies.streams(**kwargs)
