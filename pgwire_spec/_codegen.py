@@ -3,7 +3,7 @@
 construct interprets a layout node by node (~9k Insert messages/s here); this module walks
 the same layout objects once, at import, and emits straight-line Python that uses
 precompiled ``struct.Struct`` objects and slices: the layouts stay the single source, and
-``tests/test_codegen.py`` proves the generated codec equal to construct's own parse and
+``tests/pgoutput/test_codegen_differential.py`` proves the generated codec equal to construct's own parse and
 build on generated data (hypothesis).
 
 Three functions are generated per layout:

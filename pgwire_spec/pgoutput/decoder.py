@@ -149,6 +149,8 @@ class PgOutputDecoder:
             "c": self._on_stream_end,
             "A": self._on_stream_abort,
             "p": self._on_stream_end,
+            "K": self._check_flags,
+            "r": self._check_flags,
         }
         # Binary values are refused by the generated decoder itself when not negotiated
         # (strict); a lenient decoder accepts them and records a warning.

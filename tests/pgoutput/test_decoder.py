@@ -242,3 +242,12 @@ def test_stateful_decoder_never_raises_anything_else(payloads) -> None:
             d.decode(p)
         except DecodeError:
             pass
+
+
+def test_two_phase_flags_must_be_zero_in_strict_mode() -> None:
+    from pgwire_spec import CommitPrepared, RollbackPrepared
+
+    opts = dict(protocol_version=3, two_phase=True)
+    assert rule_of([CommitPrepared(1, 10, 20, 1, 5, "g")], **opts) == ("nonzero-flags", 0)
+    assert rule_of([RollbackPrepared(2, 10, 20, 1, 2, 5, "g")], **opts) == ("nonzero-flags", 0)
+    run([CommitPrepared(0, 10, 20, 1, 5, "g")], **opts)

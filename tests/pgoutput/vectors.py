@@ -129,8 +129,9 @@ VECTORS: list[Vector] = [
     Vector("type", b"Y" + u32(16400) + s("public") + s("mood"), Type(None, 16400, "public", "mood")),
     Vector(
         "type-streamed",
-        b"Y" + u32(XID) + u32(16401) + s("pg_catalog") + s("int4"),
-        Type(XID, 16401, "pg_catalog", "int4"),
+        # a domain over text: the domain's OID, its base type's namespace ('' = pg_catalog) and name
+        b"Y" + u32(XID) + u32(16401) + s("") + s("text"),
+        Type(XID, 16401, "", "text"),
         protocol_version=2, streaming="on", in_stream=True,
     ),
     Vector(
