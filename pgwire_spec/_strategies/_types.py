@@ -183,13 +183,24 @@ def _float_digits(x: float, width: int) -> tuple[str, int]:
     fx = Fraction(x)
     lo = (fx + Fraction(down)) / 2
     hi = (fx + Fraction(up)) / 2 if up != math.inf else fx + (fx - Fraction(down))
+    e = int(f"{x:e}".partition("e")[2])  # decimal exponent of the first digit …
+    while Fraction(10) ** e > fx:  # … made exact (6-digit rounding may carry)
+        e -= 1
+    while Fraction(10) ** (e + 1) <= fx:
+        e += 1
     for digits in range(1, 18):
-        text = f"{x:.{digits - 1}e}"
-        if lo < Fraction(Decimal(text)) < hi:
-            break
-    mant, _, exp = text.partition("e")
-    ds = mant.replace(".", "").rstrip("0") or "0"
-    return ds, int(exp)
+        # Both neighbours at this many digits, not only the correctly rounded one: the
+        # rounded one can fall on or outside the interval while the other lies inside
+        # (2**-24 prints as 5.960464477539063e-08 on a real server).
+        scale = Fraction(10) ** (e - digits + 1)
+        floor = (fx / scale).numerator // (fx / scale).denominator
+        inside = [n for n in (floor, floor + 1) if lo < n * scale < hi]
+        if inside:
+            best = min(inside, key=lambda n: (abs(n * scale - fx), n % 2))
+            ds = str(best)
+            exp = e + len(ds) - digits  # floor + 1 may carry into a new digit (9.99 -> 10.0)
+            return ds.rstrip("0") or "0", exp
+    raise AssertionError(f"no decimal form found for {x!r}")  # pragma: no cover
 
 
 def _float_text(width: int) -> Callable[[float], str]:
