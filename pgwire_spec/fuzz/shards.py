@@ -435,6 +435,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     # a differential oracle has no payload check: its mutator only draws stream cases
     check_payload: Callable[[bytes, bool, bool], Any] = getattr(oracle, "check_payload", lambda *a: None)
     check_stream = oracle.check_stream
+    crc32 = zlib.crc32
     per_chunk = 32 if differential else CHUNK
     # An adapter has its own per-case timeout (SubprocessAdapter); the reference gets the timer.
     with _Watch(0 if differential else shard.campaign.case_timeout, shard.campaign.memory_limit_mb) as watch:
@@ -453,6 +454,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
                     while i < size:
                         case = cases[i]
                         if case[0] == "p":
+                            crc = crc32(case[1], crc ^ (case[2] << 1 | case[3]))
                             v = check_payload(case[1], case[2], case[3])
                         elif differential:
                             v = check_stream(case[1], case[2])
@@ -467,7 +469,8 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
                     i += 1
                 watch.disarm()
             for case in cases:
-                crc = _crc_case(case, crc)
+                if case[0] != "p":
+                    crc = _crc_case(case, crc)
             grew = watch.memory_grew()
             if grew:
                 _memory_culprit(shard, oracle, cases, n, grew, result)
