@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 #: The PostgreSQL epoch, the zero of every TimestampTz on the wire.
-PG_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
+PG_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.UTC)
 
 _MAX_LSN = (1 << 64) - 1
 
