@@ -23,7 +23,6 @@ Sources, each giving cases stable ids:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -675,19 +674,3 @@ def collect_cases(
     if "malformed" in sources:
         out.extend(malformed_cases(per_context, seed))
     return out
-
-
-def dump_cases(cases: Iterable[Case]) -> str:
-    """The cases as JSON lines (the requests of the adapter contract plus expectations)."""
-    lines = []
-    for c in cases:
-        obj = c.request()
-        obj.update({
-            "description": c.description, "section": c.section, "level": c.level,
-            "expected": list(c.expected), "checked": list(c.checked),
-            "error": None if c.error is None else {"index": c.error.index, "rule": c.error.rule,
-                                                   "acceptable": list(c.error.acceptable)},
-        })
-        lines.append(json.dumps(obj, sort_keys=True))
-    return "\n".join(lines) + ("\n" if lines else "")
-
