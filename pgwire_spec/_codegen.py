@@ -818,9 +818,13 @@ class Family:
         self, data: bytes, in_stream: bool = False, abort_tail: bool = False, binary_ok: bool = True
     ) -> Any:
         """Decode one message; any failure becomes a precise DecodeError."""
-        try:
-            return self.decoders[data[0]](data, in_stream, abort_tail, binary_ok)
-        except KeyError:
+        if not data:
+            raise DecodeError(
+                "truncated", expected=f"a {self.what} tag", found="an empty payload",
+                offset=0, field="tag",
+            )
+        fn = self.decoders.get(data[0])
+        if fn is None:
             raise DecodeError(
                 "unknown-message-tag",
                 expected=f"a {self.what} tag ({self.known_tags})",
@@ -828,14 +832,10 @@ class Family:
                 offset=0,
                 field="tag",
                 tag=chr(data[0]),
-            ) from None
-        except IndexError:
-            if not data:
-                raise DecodeError(
-                    "truncated", expected=f"a {self.what} tag", found="an empty payload",
-                    offset=0, field="tag",
-                ) from None
-        except (Fail, struct.error, ValueError, TypeError):
+            )
+        try:
+            return fn(data, in_stream, abort_tail, binary_ok)
+        except (Fail, struct.error, ValueError, TypeError, IndexError, KeyError):
             pass
         return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
 

@@ -56,7 +56,11 @@ class DecodeError(PgWireError, ValueError):
         self.tag = tag
         self.index = index
         self.context = dict(context or {})
-        super().__init__(self._text())
+        # The text is made when read (str()), not here: fuzzing rejects millions of inputs.
+        super().__init__(rule)
+
+    def __str__(self) -> str:
+        return self._text()
 
     def _text(self) -> str:
         where = []
@@ -79,7 +83,6 @@ class DecodeError(PgWireError, ValueError):
     def with_index(self, index: int) -> DecodeError:
         """Return the same error placed at stream position *index*."""
         self.index = index
-        self.args = (self._text(),)
         return self
 
     def as_dict(self) -> dict[str, Any]:

@@ -97,17 +97,16 @@ def _states(entries: list[Entry]) -> list[str]:
     return out
 
 
-_STATE_CACHE: dict[int, tuple[int, list[str]]] = {}
+# The states of the last builder asked about. The builder itself is kept (not its id, which
+# a new builder may reuse once the old one is gone), so a draw never sees stale states.
+_STATE_CACHE: list[tuple[Builder, int, list[str]]] = []
 
 
 def _state_at(b: Builder, i: int) -> str:
     """The decoder state before entry *i* of the builder's (possibly grown) stream."""
-    cached = _STATE_CACHE.get(id(b))
-    if cached is None or cached[0] != len(b.entries):
-        cached = (len(b.entries), _states(b.entries))
-        _STATE_CACHE.clear()
-        _STATE_CACHE[id(b)] = cached
-    return cached[1][i]
+    if not _STATE_CACHE or _STATE_CACHE[0][0] is not b or _STATE_CACHE[0][1] != len(b.entries):
+        _STATE_CACHE[:] = [(b, len(b.entries), _states(b.entries))]
+    return _STATE_CACHE[0][2][i]
 
 
 def _sites(b: Builder, pred: Callable[[int, Entry], bool], make: Callable[[], Any]) -> list[int]:
