@@ -14,17 +14,33 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 from hypothesis import strategies as st
 
-from ..lsn import PG_EPOCH
+from ..types import (
+    FIRST_NORMAL_OID,
+    array_element_text,
+    array_send,
+    bytea_text,
+    date_send,
+    float_send,
+    float_text,
+    jsonb_send,
+    jsonb_text,
+    numeric_send,
+    numeric_text,
+    time_send,
+    time_text,
+    timestamp_send,
+    timestamp_text,
+    type_modifier,
+    type_oid,
+)
 
 __all__ = [
     "PgType",
@@ -35,10 +51,6 @@ __all__ = [
     "user_types",
     "FIRST_NORMAL_OID",
 ]
-
-#: OIDs from here on belong to user objects (FirstNormalObjectId).
-FIRST_NORMAL_OID = 16384
-
 
 @dataclass(frozen=True, slots=True)
 class PgType:
@@ -64,14 +76,14 @@ class PgType:
 # -- integers, bool, oid ----------------------------------------------------------------
 
 
-def _int_type(name: str, oid: int, fmt: str) -> PgType:
+def _int_type(name: str, fmt: str) -> PgType:
     bits = struct.calcsize(fmt) * 8
     packer = struct.Struct(">" + fmt)
     if fmt.islower():
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     else:
         lo, hi = 0, (1 << bits) - 1
-    return PgType(name, oid, st.integers(lo, hi), str, packer.pack)
+    return PgType(name, type_oid(name), st.integers(lo, hi), str, packer.pack)
 
 
 def _bool_text(v: bool) -> str:
@@ -95,9 +107,6 @@ def _utf8(v: str) -> bytes:
 
 
 # -- numeric ----------------------------------------------------------------------------------
-
-_NUMERIC_POS, _NUMERIC_NEG = 0x0000, 0x4000
-_NUMERIC_NAN, _NUMERIC_PINF, _NUMERIC_NINF = 0xC000, 0xD000, 0xF000
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,128 +136,26 @@ def _numeric_values() -> st.SearchStrategy[Numeric]:
 
 
 def _numeric_text(v: Numeric) -> str:
-    if v.special is not None:
-        return v.special
-    ip, fp = divmod(v.unscaled, 10**v.scale)
-    text = str(ip) + ("." + str(fp).rjust(v.scale, "0") if v.scale else "")
-    return ("-" if v.negative else "") + text
-
-
-def _numeric_send(v: Numeric) -> bytes:
-    """numeric_send: Int16 ndigits, Int16 weight, UInt16 sign, Int16 dscale, base-10000 digits."""
-    if v.special is not None:
-        sign = {"NaN": _NUMERIC_NAN, "Infinity": _NUMERIC_PINF, "-Infinity": _NUMERIC_NINF}[v.special]
-        # numeric_send reads a special value's header as a short header: the dscale bits
-        # of 0xD000/0xF000 give 32 (seen on 15), NaN's give 0.
-        return struct.pack(">hhHh", 0, 0, sign, (sign & 0x1F80) >> 7)
-    ip, fp = divmod(v.unscaled, 10**v.scale)
-    groups: list[int] = []
-    while ip:
-        ip, r = divmod(ip, 10000)
-        groups.insert(0, r)
-    weight = len(groups) - 1
-    frac = str(fp).rjust(v.scale, "0") if v.scale else ""
-    frac += "0" * (-len(frac) % 4)
-    groups += [int(frac[i:i + 4]) for i in range(0, len(frac), 4)]
-    while groups and groups[0] == 0:
-        groups.pop(0)
-        weight -= 1
-    while groups and groups[-1] == 0:
-        groups.pop()
-    if not groups:
-        return struct.pack(">hhHh", 0, 0, _NUMERIC_POS, v.scale)
-    sign = _NUMERIC_NEG if v.negative else _NUMERIC_POS
-    return struct.pack(f">hhHh{len(groups)}h", len(groups), weight, sign, v.scale, *groups)
+    return numeric_text(v.as_decimal())
 
 
 # -- floats ---------------------------------------------------------------------------------------
 
 
-def _neighbours(x: float, width: int) -> tuple[float, float]:
-    if width == 64:
-        return math.nextafter(x, 0.0), math.nextafter(x, math.inf)
-    bits = struct.unpack(">I", struct.pack(">f", x))[0]
-    down = struct.unpack(">f", struct.pack(">I", bits - 1))[0]
-    up = struct.unpack(">f", struct.pack(">I", bits + 1))[0] if bits + 1 < 0x7F800000 else math.inf
-    return down, up
-
-
-def _float_digits(x: float, width: int) -> tuple[str, int]:
-    """The digits float8out/float4out print for a positive finite *x* and the decimal
-    exponent of the first digit: PostgreSQL's ryu (d2s.c/f2s.c) gives the fewest digits
-    that lie strictly inside the interval of values that round to *x* (a decimal exactly
-    halfway to a neighbour is not taken, where Python's repr would take it), and among
-    those the one closest to *x*."""
-    down, up = _neighbours(x, width)
-    fx = Fraction(x)
-    lo = (fx + Fraction(down)) / 2
-    hi = (fx + Fraction(up)) / 2 if up != math.inf else fx + (fx - Fraction(down))
-    e = int(f"{x:e}".partition("e")[2])  # decimal exponent of the first digit …
-    while Fraction(10) ** e > fx:  # … made exact (6-digit rounding may carry)
-        e -= 1
-    while Fraction(10) ** (e + 1) <= fx:
-        e += 1
-    for digits in range(1, 18):
-        # Both neighbours at this many digits, not only the correctly rounded one: the
-        # rounded one can fall on or outside the interval while the other lies inside
-        # (2**-24 prints as 5.960464477539063e-08 on a real server).
-        scale = Fraction(10) ** (e - digits + 1)
-        floor = (fx / scale).numerator // (fx / scale).denominator
-        inside = [n for n in (floor, floor + 1) if lo < n * scale < hi]
-        if inside:
-            best = min(inside, key=lambda n: (abs(n * scale - fx), n % 2))
-            ds = str(best)
-            exp = e + len(ds) - digits  # floor + 1 may carry into a new digit (9.99 -> 10.0)
-            return ds.rstrip("0") or "0", exp
-    raise AssertionError(f"no decimal form found for {x!r}")  # pragma: no cover
-
-
 def _float_text(width: int) -> Callable[[float], str]:
-    # float8out/float4out: fixed notation when -4 <= exponent < 15 (float4: < 6), like %g
-    # with DBL_DIG / FLT_DIG; otherwise d.ddde+XX with at least two exponent digits.
-    limit = 15 if width == 64 else 6
-
-    def text(x: float) -> str:
-        if math.isnan(x):
-            return "NaN"
-        if math.isinf(x):
-            return "Infinity" if x > 0 else "-Infinity"
-        sign = "-" if math.copysign(1.0, x) < 0 else ""
-        if x == 0:
-            return sign + "0"
-        ds, e = _float_digits(abs(x), width)
-        if -4 <= e < limit:
-            if e < 0:
-                body = "0." + "0" * (-e - 1) + ds
-            elif len(ds) > e + 1:
-                body = ds[: e + 1] + "." + ds[e + 1:]
-            else:
-                body = ds + "0" * (e + 1 - len(ds))
-        else:
-            mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
-            body = f"{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
-        return sign + body
-
-    return text
+    return lambda x: float_text(x, width)
 
 
 def _float_send(width: int) -> Callable[[float], bytes]:
-    packer = struct.Struct(">d" if width == 64 else ">f")
-    # float8in('NaN') gives the platform's quiet NaN; a send function writes its bits.
-    nan = bytes.fromhex("7ff8000000000000" if width == 64 else "7fc00000")
+    return lambda x: float_send(x, width)
 
-    def send(x: float) -> bytes:
-        return nan if math.isnan(x) else packer.pack(x)
 
-    return send
+def _numeric_send(v: Numeric) -> bytes:
+    return numeric_send(v.as_decimal())
 
 
 # -- dates and times (DateStyle ISO, TimeZone UTC) ------------------------------------------------
 
-_PG_EPOCH_DATE = _dt.date(2000, 1, 1)
-_NAIVE_EPOCH = PG_EPOCH.replace(tzinfo=None)
-_INT32_MAX = (1 << 31) - 1
-_INT64_MAX, _INT64_MIN = (1 << 63) - 1, -(1 << 63)
 _INFINITIES = st.sampled_from(["infinity", "-infinity"])
 
 
@@ -256,46 +163,11 @@ def _date_text(v: _dt.date | str) -> str:
     return v if isinstance(v, str) else v.isoformat()
 
 
-def _date_send(v: _dt.date | str) -> bytes:
-    if isinstance(v, str):
-        return struct.pack(">i", _INT32_MAX if v == "infinity" else -_INT32_MAX - 1)
-    return struct.pack(">i", (v - _PG_EPOCH_DATE).days)
-
-
-def _frac(us: int) -> str:
-    return ("." + f"{us:06d}".rstrip("0")) if us else ""
-
-
-def _time_text(v: _dt.time) -> str:
-    return f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}{_frac(v.microsecond)}"
-
-
-def _time_send(v: _dt.time) -> bytes:
-    return struct.pack(">q", ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond)
-
-
 def _timestamp_text(tz: bool) -> Callable[[Any], str]:
-    def text(v: _dt.datetime | str) -> str:
-        if isinstance(v, str):
-            return v
-        body = f"{v.date().isoformat()} {_time_text(v.time())}"
-        return body + ("+00" if tz else "")
-
-    return text
-
-
-def _timestamp_send(v: _dt.datetime | str) -> bytes:
-    if isinstance(v, str):
-        return struct.pack(">q", _INT64_MAX if v == "infinity" else _INT64_MIN)
-    delta = v.replace(tzinfo=None) - _NAIVE_EPOCH
-    return struct.pack(">q", (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    return lambda v: timestamp_text(v, tz)
 
 
 # -- bytea, uuid, json ----------------------------------------------------------------------------
-
-
-def _bytea_text(v: bytes) -> str:
-    return "\\x" + v.hex()
 
 
 def _json_values() -> st.SearchStrategy[Any]:
@@ -312,136 +184,69 @@ def _json_values() -> st.SearchStrategy[Any]:
     )
 
 
-def _escape_json(s: str) -> str:
-    # escape_json(): \" \\ \b \f \n \r \t, other control characters as \u00xx, the rest as is
-    out = ['"']
-    for ch in s:
-        if ch in _JSON_ESCAPES:
-            out.append(_JSON_ESCAPES[ch])
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _jsonb_text(v: Any) -> str:
-    """JsonbToCString: ", " and ": " separators; object keys shorter first, then bytewise."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        return _escape_json(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_jsonb_text(x) for x in v) + "]"
-    keys = sorted(v, key=lambda k: (len(k.encode()), k.encode()))
-    return "{" + ", ".join(f"{_escape_json(k)}: {_jsonb_text(v[k])}" for k in keys) + "}"
-
-
 def _json_text(v: Any) -> str:
     # json keeps its input text as is; any valid JSON text is a value a server can send.
     return json.dumps(v, ensure_ascii=False)
 
 
-def _jsonb_send(v: Any) -> bytes:
-    return b"\x01" + _jsonb_text(v).encode("utf-8")
-
-
 # -- one-dimensional arrays -----------------------------------------------------------------------
 
-_ARRAY_SPACE = frozenset(" \t\n\r\v\f")
-
-
-def _array_elem_text(text: str, quote_always_needed: bool) -> str:
-    needs = quote_always_needed and (
-        text == ""
-        or text.lower() == "null"
-        or any(c in '{},"\\' or c in _ARRAY_SPACE for c in text)
-    )
-    if not needs:
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _array_type(name: str, oid: int, elem: PgType, quoting: bool) -> PgType:
+def _array_type(elem: PgType, quoting: bool) -> PgType:
     assert elem.send is not None
     esend = elem.send
+    name = "_" + elem.name
 
     def text(v: list[Any]) -> str:
         return "{" + ",".join(
-            "NULL" if x is None else _array_elem_text(elem.text(x), quoting) for x in v
+            "NULL" if x is None else array_element_text(elem.text(x)) if quoting else elem.text(x) for x in v
         ) + "}"
 
     def send(v: list[Any]) -> bytes:
-        # array_send: Int32 ndim, Int32 has-nulls flag, Oid element type, per dimension
-        # Int32 size and Int32 lower bound (1), then per element Int32 length (-1: NULL) and
-        # the element's send bytes. An empty array has no dimensions.
-        if not v:
-            return struct.pack(">iiI", 0, 0, elem.oid)
-        out = [struct.pack(">iiIii", 1, 1 if None in v else 0, elem.oid, len(v), 1)]
-        for x in v:
-            if x is None:
-                out.append(b"\xff\xff\xff\xff")
-            else:
-                raw = esend(x)
-                out.append(struct.pack(">i", len(raw)) + raw)
-        return b"".join(out)
+        return array_send(elem.oid, v, esend)
 
     values = st.lists(st.one_of(st.none(), elem.values), max_size=4)
-    return PgType(name, oid, values, text, send, toastable=True)
+    return PgType(name, type_oid(name), values, text, send, toastable=True)
 
 
 # -- the table --------------------------------------------------------------------------------------
 
 
 def _build() -> tuple[PgType, ...]:
-    int2 = _int_type("int2", 21, "h")
-    int4 = _int_type("int4", 23, "i")
-    int8 = _int_type("int8", 20, "q")
-    oid = _int_type("oid", 26, "I")
-    boolean = PgType("bool", 16, st.booleans(), _bool_text, _bool_send)
-    text = PgType("text", 25, _TEXT, str, _utf8, toastable=True)
-    varchar = PgType("varchar", 1043, _TEXT, str, _utf8, toastable=True)
-    varchar8 = PgType("varchar", 1043, st.text(_TEXT_CHARS, max_size=8), str, _utf8, toastable=True,
-                      typmod=8 + 4)
-    numeric = PgType("numeric", 1700, _numeric_values(), _numeric_text, _numeric_send)
-    float4 = PgType(
-        "float4", 700, st.floats(width=32), _float_text(32), _float_send(32)
-    )
-    float8 = PgType("float8", 701, st.floats(), _float_text(64), _float_send(64))
-    date = PgType(
-        "date", 1082, st.one_of(st.dates(), _INFINITIES), _date_text, _date_send
-    )
-    time = PgType("time", 1083, st.times(), _time_text, _time_send)
+    int2 = _int_type("int2", "h")
+    int4 = _int_type("int4", "i")
+    int8 = _int_type("int8", "q")
+    oid = _int_type("oid", "I")
+    boolean = PgType("bool", type_oid("bool"), st.booleans(), _bool_text, _bool_send)
+    text = PgType("text", type_oid("text"), _TEXT, str, _utf8, toastable=True)
+    varchar = PgType("varchar", type_oid("varchar"), _TEXT, str, _utf8, toastable=True)
+    varchar8 = PgType("varchar", type_oid("varchar"), st.text(_TEXT_CHARS, max_size=8), str, _utf8,
+                      toastable=True, typmod=type_modifier("varchar", 8))
+    numeric = PgType("numeric", type_oid("numeric"), _numeric_values(), _numeric_text, _numeric_send)
+    float4 = PgType("float4", type_oid("float4"), st.floats(width=32), _float_text(32), _float_send(32))
+    float8 = PgType("float8", type_oid("float8"), st.floats(), _float_text(64), _float_send(64))
+    date = PgType("date", type_oid("date"), st.one_of(st.dates(), _INFINITIES), _date_text, date_send)
+    time = PgType("time", type_oid("time"), st.times(), time_text, time_send)
     timestamp = PgType(
-        "timestamp", 1114, st.one_of(st.datetimes(), _INFINITIES), _timestamp_text(False), _timestamp_send
+        "timestamp", type_oid("timestamp"), st.one_of(st.datetimes(), _INFINITIES), _timestamp_text(False),
+        timestamp_send,
     )
     timestamptz = PgType(
-        "timestamptz", 1184,
+        "timestamptz", type_oid("timestamptz"),
         st.one_of(st.datetimes(timezones=st.just(_dt.UTC)), _INFINITIES),
-        _timestamp_text(True), _timestamp_send,
+        _timestamp_text(True), timestamp_send,
     )
-    uuid = PgType("uuid", 2950, st.uuids(), str, lambda u: u.bytes)
-    bytea = PgType("bytea", 17, st.binary(max_size=24), _bytea_text, bytes, toastable=True)
-    json_ = PgType("json", 114, _json_values(), _json_text, lambda v: _json_text(v).encode("utf-8"),
+    uuid = PgType("uuid", type_oid("uuid"), st.uuids(), str, lambda u: u.bytes)
+    bytea = PgType("bytea", type_oid("bytea"), st.binary(max_size=24), bytea_text, bytes, toastable=True)
+    json_ = PgType("json", type_oid("json"), _json_values(), _json_text, lambda v: _json_text(v).encode("utf-8"),
                    toastable=True, keyable=False)
-    jsonb = PgType("jsonb", 3802, _json_values(), _jsonb_text, _jsonb_send, toastable=True)
+    jsonb = PgType("jsonb", type_oid("jsonb"), _json_values(), jsonb_text, jsonb_send, toastable=True)
     return (
         int2, int4, int8, oid, boolean, text, varchar, varchar8, numeric, float4, float8, date,
         time, timestamp, timestamptz, uuid, bytea, json_, jsonb,
-        _array_type("_int4", 1007, int4, False),
-        _array_type("_int8", 1016, int8, False),
-        _array_type("_bool", 1000, boolean, False),
-        _array_type("_text", 1009, text, True),
+        _array_type(int4, False),
+        _array_type(int8, False),
+        _array_type(boolean, False),
+        _array_type(text, True),
     )
 
 

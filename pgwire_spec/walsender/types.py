@@ -12,7 +12,9 @@ module turns them into
   encoder here falls back to text, as a real server does for a type without a send function
   (protocol-facts §3), so one tuple may mix 't' and 'b'.
 
-OIDs are those of ``pg_type.dat`` (stable since PostgreSQL 8).
+The type table (names, aliases, OIDs, typmods) and the encoders a server's output and send
+functions are matched by live in :mod:`pgwire_spec.types`; this module turns loose scenario
+values into the Python values they take.
 """
 
 from __future__ import annotations
@@ -27,7 +29,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..lsn import PG_EPOCH
+from ..types import (
+    BUILTIN_TYPES,
+    FIRST_USER_OID,
+    TYPE_ALIASES,
+    array_element_text,
+    array_send,
+    bytea_text,
+    date_send,
+    float_send,
+    float_text,
+    jsonb_text,
+    numeric_send,
+    numeric_text,
+    time_send,
+    time_text,
+    timestamp_send,
+    timestamp_text,
+    type_modifier,
+    type_name,
+)
 
 __all__ = [
     "ColumnType",
@@ -36,11 +57,6 @@ __all__ = [
     "TypeValueError",
     "FIRST_USER_OID",
 ]
-
-#: OIDs below this are built-in (``FirstGenbkiObjectId``); pgoutput sends a Type message
-#: only for types at or above it (protocol-facts §3).
-FIRST_USER_OID = 10000
-
 
 class TypeValueError(ValueError):
     """A value that the column's type cannot hold (raised with the expected form)."""
@@ -107,88 +123,7 @@ class ColumnType:
 # The built-in types (pg_type.dat), and the names SQL accepts for them
 # ------------------------------------------------------------------------------------------
 
-#: name -> (oid, array oid)
-BUILTIN_TYPES: dict[str, tuple[int, int]] = {
-    "bool": (16, 1000),
-    "bytea": (17, 1001),
-    "char": (18, 1002),
-    "name": (19, 1003),
-    "int8": (20, 1016),
-    "int2": (21, 1005),
-    "int2vector": (22, 1006),
-    "int4": (23, 1007),
-    "text": (25, 1009),
-    "oid": (26, 1028),
-    "tid": (27, 1010),
-    "xid": (28, 1011),
-    "json": (114, 199),
-    "xml": (142, 143),
-    "point": (600, 1017),
-    "cidr": (650, 651),
-    "float4": (700, 1021),
-    "float8": (701, 1022),
-    "money": (790, 791),
-    "macaddr": (829, 1040),
-    "inet": (869, 1041),
-    "bpchar": (1042, 1014),
-    "varchar": (1043, 1015),
-    "date": (1082, 1182),
-    "time": (1083, 1183),
-    "timestamp": (1114, 1115),
-    "timestamptz": (1184, 1185),
-    "interval": (1186, 1187),
-    "timetz": (1266, 1270),
-    "bit": (1560, 1561),
-    "varbit": (1562, 1563),
-    "numeric": (1700, 1231),
-    "uuid": (2950, 2951),
-    "pg_lsn": (3220, 3221),
-    "jsonb": (3802, 3807),
-    "int4range": (3904, 3905),
-}
-
-_ALIASES: dict[str, str] = {
-    "boolean": "bool",
-    "smallint": "int2",
-    "integer": "int4",
-    "int": "int4",
-    "bigint": "int8",
-    "serial": "int4",
-    "smallserial": "int2",
-    "bigserial": "int8",
-    "real": "float4",
-    "double precision": "float8",
-    "float": "float8",
-    "decimal": "numeric",
-    "character varying": "varchar",
-    "character": "bpchar",
-    '"char"': "char",
-    "timestamp without time zone": "timestamp",
-    "timestamp with time zone": "timestamptz",
-    "time without time zone": "time",
-    "time with time zone": "timetz",
-    "bit varying": "varbit",
-}
-
-_BY_OID: dict[int, str] = {}
-for _name, (_oid, _aoid) in BUILTIN_TYPES.items():
-    _BY_OID[_oid] = _name
-    _BY_OID[_aoid] = "_" + _name
-
 _TYPE_RE = re.compile(r"^\s*([a-z_][a-z0-9_ \"]*?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\])?\s*$")
-
-
-def _typmod(name: str, a: int | None, b: int | None) -> int:
-    """atttypmod as PostgreSQL stores it for the type modifiers written in SQL."""
-    if a is None:
-        return -1
-    if name in ("varchar", "bpchar"):
-        return a + 4  # VARHDRSZ
-    if name == "numeric":
-        return ((a << 16) | (b or 0)) + 4
-    if name in ("timestamp", "timestamptz", "time", "timetz", "interval", "bit", "varbit"):
-        return a
-    return -1
 
 
 def resolve_type(spec: Any) -> ColumnType:
@@ -208,7 +143,7 @@ def resolve_type(spec: Any) -> ColumnType:
         if isinstance(oid, bool) or not isinstance(oid, int) or oid <= 0:
             raise ValueError(f"expected a positive type OID, found {oid!r}")
         name = spec.get("name")
-        known = _BY_OID.get(oid)
+        known = type_name(oid)
         if name is None:
             name = known if known is not None else f"type_{oid}"
         elif known is not None and known.lstrip("_") != str(name).lstrip("_"):
@@ -220,7 +155,7 @@ def resolve_type(spec: Any) -> ColumnType:
             return ColumnType(found.oid, found.name, namespace, typmod, found.element)
         return ColumnType(oid, str(name), str(namespace), typmod)
     if isinstance(spec, int) and not isinstance(spec, bool):
-        if spec in _BY_OID:
+        if type_name(spec) is not None:
             return _from_oid(spec)
         if spec <= 0:
             raise ValueError(f"expected a positive type OID, found {spec}")
@@ -238,14 +173,14 @@ def resolve_type(spec: Any) -> ColumnType:
     is_array = bool(arr)
     if raw.startswith("_") and raw[1:] in BUILTIN_TYPES:
         raw, is_array = raw[1:], True
-    name = _ALIASES.get(raw, raw)
+    name = TYPE_ALIASES.get(raw, raw)
     if name not in BUILTIN_TYPES:
         known = ", ".join(sorted(BUILTIN_TYPES))
         raise ValueError(
             f"expected a built-in type name ({known}) or {{oid: N, name: …}} for other types, found {spec!r}"
         )
     oid, array_oid = BUILTIN_TYPES[name]
-    typmod = _typmod(name, int(a) if a else None, int(b) if b else None)
+    typmod = type_modifier(name, int(a) if a else None, int(b) if b else None)
     base = ColumnType(oid, name, "pg_catalog", -1 if is_array else typmod)
     if is_array:
         return ColumnType(array_oid, "_" + name, "pg_catalog", typmod, base)
@@ -253,7 +188,8 @@ def resolve_type(spec: Any) -> ColumnType:
 
 
 def _from_oid(oid: int) -> ColumnType:
-    name = _BY_OID[oid]
+    name = type_name(oid)
+    assert name is not None
     if name.startswith("_"):
         elem = BUILTIN_TYPES[name[1:]][0]
         return ColumnType(oid, name, "pg_catalog", -1, ColumnType(elem, name[1:]))
@@ -285,16 +221,19 @@ def _bool_text(value: Any) -> str:
     raise TypeValueError(f"expected a boolean, found {value!r}")
 
 
-def _float_text(value: Any) -> str:
+def _float_number(value: Any, width: int) -> float:
+    try:
+        f = float(value)
+        return f if width == 64 else struct.unpack("!f", struct.pack("!f", f))[0]
+    except (OverflowError, struct.error):
+        raise TypeValueError(f"expected a float{width // 8} in range, found {value!r}") from None
+
+
+def _float_text(value: Any, width: int = 64) -> str:
     if isinstance(value, bool):
         raise TypeValueError(f"expected a number, found {value!r}")
     if isinstance(value, (int, float)):
-        f = float(value)
-        if f != f:
-            return "NaN"
-        if f in (float("inf"), float("-inf")):
-            return "Infinity" if f > 0 else "-Infinity"
-        return repr(f) if not f.is_integer() else str(int(f)) if abs(f) < 1e16 else repr(f)
+        return float_text(_float_number(value, width), width)
     if isinstance(value, str):
         try:
             float(value)
@@ -308,8 +247,10 @@ def _float_text(value: Any) -> str:
 def _numeric_text(value: Any) -> str:
     if isinstance(value, bool):
         raise TypeValueError(f"expected a number, found {value!r}")
-    if isinstance(value, (int, decimal.Decimal)):
+    if isinstance(value, int):
         return str(value)
+    if isinstance(value, decimal.Decimal):
+        return numeric_text(value)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
@@ -333,7 +274,7 @@ def _str_text(value: Any) -> str:
 
 def _bytea_text(value: Any) -> str:
     if isinstance(value, (bytes, bytearray)):
-        return "\\x" + bytes(value).hex()
+        return bytea_text(bytes(value))
     if isinstance(value, str):
         if value.startswith("\\x"):
             bytes.fromhex(value[2:])
@@ -346,6 +287,15 @@ def _json_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(", ", ": "))
+
+
+def _jsonb_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return jsonb_text(value)
+    except ValueError as exc:
+        raise TypeValueError(str(exc)) from None
 
 
 def _date_text(value: Any) -> str:
@@ -362,7 +312,7 @@ def _timestamp_text(value: Any) -> str:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(_dt.UTC).replace(tzinfo=None)
-        return str(value.isoformat(sep=" "))
+        return timestamp_text(value, False)
     if isinstance(value, _dt.date):
         return value.isoformat() + " 00:00:00"
     if isinstance(value, str):
@@ -374,7 +324,7 @@ def _timestamptz_text(value: Any) -> str:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.UTC)
-        return str(value.astimezone(_dt.UTC).isoformat(sep=" ")).replace("+00:00", "+00")
+        return timestamp_text(value.astimezone(_dt.UTC), True)
     if isinstance(value, _dt.date):
         return value.isoformat() + " 00:00:00+00"
     if isinstance(value, str):
@@ -384,7 +334,7 @@ def _timestamptz_text(value: Any) -> str:
 
 def _time_text(value: Any) -> str:
     if isinstance(value, _dt.time):
-        return value.isoformat()
+        return time_text(value)
     if isinstance(value, int) and not isinstance(value, bool):
         # YAML reads 12:30:00 as sexagesimal seconds
         return f"{value // 3600:02d}:{value // 60 % 60:02d}:{value % 60:02d}"
@@ -426,7 +376,7 @@ _TEXT: dict[str, Callable[[Any], str]] = {
     "int8": _int_text,
     "oid": _int_text,
     "xid": _int_text,
-    "float4": _float_text,
+    "float4": lambda value: _float_text(value, 32),
     "float8": _float_text,
     "numeric": _numeric_text,
     "text": _str_text,
@@ -436,7 +386,7 @@ _TEXT: dict[str, Callable[[Any], str]] = {
     "char": _char_text,
     "bytea": _bytea_text,
     "json": _json_text,
-    "jsonb": _json_text,
+    "jsonb": _jsonb_text,
     "date": _date_text,
     "timestamp": _timestamp_text,
     "timestamptz": _timestamptz_text,
@@ -455,10 +405,8 @@ def _array_text(element: ColumnType, values: list[Any]) -> str:
         t = element.text(v)
         if t is None:
             parts.append("NULL")
-        elif t == "" or t.upper() == "NULL" or re.search(r'[{},"\\\s]', t):
-            parts.append('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"')
         else:
-            parts.append(t)
+            parts.append(array_element_text(t))
     return "{" + ",".join(parts) + "}"
 
 
@@ -487,13 +435,11 @@ def _oid_bin(value: Any, t: ColumnType) -> bytes:
         raise TypeValueError(f"expected an OID in range, found {value!r}") from None
 
 
-def _float_bin(fmt: str) -> Callable[[Any, ColumnType], bytes]:
-    st = struct.Struct(fmt)
-
+def _float_bin(width: int) -> Callable[[Any, ColumnType], bytes]:
     def enc(value: Any, t: ColumnType) -> bytes:
-        text = _float_text(value)
+        text = _float_text(value, width)
         f = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.get(text)
-        return st.pack(float(text) if f is None else f)
+        return float_send(_float_number(text, width) if f is None else f, width)
 
     return enc
 
@@ -516,7 +462,7 @@ def _json_bin(value: Any, t: ColumnType) -> bytes:
 
 def _jsonb_bin(value: Any, t: ColumnType) -> bytes:
     # jsonb_send: a version byte (1) then the text.
-    return b"\x01" + _json_text(value).encode()
+    return b"\x01" + _jsonb_text(value).encode()
 
 
 def _uuid_bin(value: Any, t: ColumnType) -> bytes:
@@ -536,11 +482,7 @@ def _parse_date(text: str) -> _dt.date:
 
 def _date_bin(value: Any, t: ColumnType) -> bytes:
     text = _date_text(value)
-    if text == "infinity":
-        return _I4.pack(0x7FFFFFFF)
-    if text == "-infinity":
-        return _I4.pack(-0x80000000)
-    return _I4.pack((_parse_date(text) - PG_EPOCH.date()).days)
+    return date_send(text if text in ("infinity", "-infinity") else _parse_date(text))
 
 
 def _parse_timestamp(text: str, tz: bool) -> _dt.datetime:
@@ -556,21 +498,13 @@ def _parse_timestamp(text: str, tz: bool) -> _dt.datetime:
     return value
 
 
-def _micros(value: _dt.datetime) -> int:
-    delta = value - PG_EPOCH
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 def _timestamp_bin(value: Any, t: ColumnType) -> bytes:
     text = _timestamp_text(value) if t.name == "timestamp" else _timestamptz_text(value)
-    if text == "infinity":
-        return _I8.pack(0x7FFFFFFFFFFFFFFF)
-    if text == "-infinity":
-        return _I8.pack(-0x8000000000000000)
+    if text in ("infinity", "-infinity"):
+        return timestamp_send(text)
     parsed = _parse_timestamp(text, t.name == "timestamptz")
-    if t.name == "timestamp":
-        parsed = parsed.replace(tzinfo=_dt.UTC)
-    return _I8.pack(_micros(parsed))
+    # timestamp input ignores a zone offset; timestamptz's is taken into UTC.
+    return timestamp_send(parsed.replace(tzinfo=None) if t.name == "timestamp" else parsed)
 
 
 def _time_bin(value: Any, t: ColumnType) -> bytes:
@@ -579,46 +513,11 @@ def _time_bin(value: Any, t: ColumnType) -> bytes:
         tv = _dt.time.fromisoformat(text.strip())
     except ValueError:
         raise TypeValueError(f"expected a time like 12:30:00, found {text!r}") from None
-    return _I8.pack(((tv.hour * 60 + tv.minute) * 60 + tv.second) * 1_000_000 + tv.microsecond)
+    return time_send(tv)
 
 
 def _numeric_bin(value: Any, t: ColumnType) -> bytes:
-    """numeric_send: Int16 ndigits, weight, sign, dscale, then base-10000 digits."""
-    text = _numeric_text(value)
-    d = decimal.Decimal(text)
-    if d.is_nan():
-        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
-    if d.is_infinite():
-        return struct.pack("!hhHh", 0, 0, 0xD000 if d > 0 else 0xF000, 0)
-    sign = 0x4000 if d.is_signed() else 0x0000
-    sign_, digits, exp = d.as_tuple()
-    assert isinstance(exp, int)
-    dscale = max(0, -exp)
-    s = "".join(map(str, digits))
-    # integer part and fraction part as digit strings
-    if exp >= 0:
-        int_part, frac_part = s + "0" * exp, ""
-    else:
-        cut = len(s) + exp
-        int_part = s[:cut] if cut > 0 else ""
-        frac_part = ("0" * -cut + s) if cut < 0 else s[cut:]
-    int_part = int_part.lstrip("0")
-    pad_int = (-len(int_part)) % 4
-    int_groups = [int(("0" * pad_int + int_part)[i:i + 4]) for i in range(0, len(int_part) + pad_int, 4)]
-    pad_frac = (-len(frac_part)) % 4
-    frac_full = frac_part + "0" * pad_frac
-    frac_groups = [int(frac_full[i:i + 4]) for i in range(0, len(frac_full), 4)]
-    groups = int_groups + frac_groups
-    weight = len(int_groups) - 1
-    # strip leading zero groups (adjusting weight) and trailing zero groups
-    while groups and groups[0] == 0:
-        groups.pop(0)
-        weight -= 1
-    while groups and groups[-1] == 0:
-        groups.pop()
-    if not groups:
-        weight, sign = 0, 0x0000
-    return struct.pack(f"!hhHh{len(groups)}h", len(groups), weight, sign, dscale, *groups)
+    return numeric_send(decimal.Decimal(_numeric_text(value)))
 
 
 _BINARY: dict[str, Callable[[Any, ColumnType], bytes]] = {
@@ -628,8 +527,8 @@ _BINARY: dict[str, Callable[[Any, ColumnType], bytes]] = {
     "int8": _int_bin(_I8),
     "oid": _oid_bin,
     "xid": _oid_bin,
-    "float4": _float_bin("!f"),
-    "float8": _float_bin("!d"),
+    "float4": _float_bin(32),
+    "float8": _float_bin(64),
     "numeric": _numeric_bin,
     "text": _text_bin,
     "varchar": _text_bin,
@@ -648,17 +547,12 @@ _BINARY: dict[str, Callable[[Any, ColumnType], bytes]] = {
 
 
 def _array_binary(element: ColumnType, values: list[Any]) -> bytes:
-    """array_send for a one-dimensional array: ndim, has-nulls, element OID, (dim, lbound),
-    then each element as Int32 length (-1 NULL) + bytes."""
-    out = [struct.pack("!iiIii", 1, int(any(v is None for v in values)), element.oid, len(values), 1)]
-    for v in values:
-        if v is None:
-            out.append(_I4.pack(-1))
-        else:
-            b = element.binary(v)
-            if b is None:
-                raise TypeValueError(f"no binary form for {element.name} elements")
-            out.append(_I4.pack(len(b)) + b)
-    if not values:
-        return struct.pack("!iiI", 0, 0, element.oid)
-    return b"".join(out)
+    """array_send of a one-dimensional array."""
+
+    def send(v: Any) -> bytes:
+        b = element.binary(v)
+        if b is None:
+            raise TypeValueError(f"no binary form for {element.name} elements")
+        return b
+
+    return array_send(element.oid, values, send)
