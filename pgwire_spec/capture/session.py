@@ -20,44 +20,26 @@ import select
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
 
-from ..errors import PgWireError
-from ..lsn import datetime_to_timestamp, format_lsn, parse_lsn
+from ..lsn import format_lsn, parse_lsn
 from ..pgoutput.decoder import PgOutputDecoder
-from ..pgoutput.messages import PgOutputMessage
-from ..replication.messages import (
-    PrimaryKeepalive,
-    ReplicationMessage,
-    StandbyStatusUpdate,
-    XLogData,
-    decode_copy_data,
-    encode_copy_data,
-)
+from ..replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from ..servers import Server
 from ..wire import (
     NEED_DATA,
-    PROTOCOL_3_0,
     AuthenticationOk,
-    BackendReader,
-    CommandComplete,
     CopyBothResponse,
     CopyData,
-    CopyDone,
     DataRow,
     ErrorResponse,
     NeedData,
-    Query,
     ReadyForQuery,
-    RowDescription,
-    StartupMessage,
-    Terminate,
     WireMessage,
-    encode_message,
 )
+from ._client import ClientBase, Exchange, Replicated, SessionError
 from .options import OptionSet
 from .workload import Step
 
@@ -75,33 +57,6 @@ __all__ = [
 ]
 
 
-class SessionError(PgWireError):
-    """A replication conversation that went wrong: an ErrorResponse, a closed connection,
-    a server that stopped answering."""
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One message of the conversation: who sent it (``F`` client, ``B`` server), its exact
-    bytes, and the decoded message (for CopyData, also the replication payload and the
-    pgoutput message inside, with the stream position it was decoded at)."""
-
-    direction: Literal["F", "B"]
-    data: bytes
-    message: WireMessage
-    copy: ReplicationMessage | None = None
-    pgoutput: PgOutputMessage | None = None
-    in_stream: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Replicated:
-    """A CopyData from the server during streaming, decoded."""
-
-    payload: ReplicationMessage
-    pgoutput: PgOutputMessage | None
-
-
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -110,13 +65,7 @@ def quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _now() -> int:
-    import datetime as _dt
-
-    return datetime_to_timestamp(_dt.datetime.now(_dt.timezone.utc))  # noqa: UP017
-
-
-class ReplicationClient:
+class ReplicationClient(ClientBase):
     """A sans-IO logical replication client (protocol v3, ``replication=database``)."""
 
     def __init__(
@@ -127,38 +76,28 @@ class ReplicationClient:
         decoder_context: dict[str, Any],
         application_name: str = "pgwire-spec",
     ) -> None:
-        self.user = user
+        super().__init__(user=user, application_name=application_name)
         self.dbname = dbname
-        self.application_name = application_name
         self.decoder = PgOutputDecoder(**decoder_context, strict=False)
-        self.reader = BackendReader()
-        self.transcript: list[Exchange] = []
-        #: Rows of the last query: (column names, rows as text tuples).
-        self.columns: tuple[str, ...] = ()
+        #: Rows of the last query, as text tuples.
         self.rows: list[tuple[str | None, ...]] = []
-        self.streaming = False
         #: The highest WAL position the server reported (XLogData / keepalive walEnd).
         self.received_lsn = 0
         #: The end of the last complete transaction received (what is safe to flush).
         self.flushable_lsn = 0
-        self._raw = b""
-        self._raw_base = 0
+
+    def _reset_rows(self) -> None:
+        self.rows = []
+
+    def _add_row(self, row: DataRow) -> None:
+        self.rows.append(tuple(None if v is None else bytes(v).decode() for v in row.values))
 
     # -- what the client sends -------------------------------------------------------------
-    def _send(self, message: WireMessage, copy: ReplicationMessage | None = None) -> bytes:
-        data = encode_message(message)
-        self.transcript.append(Exchange("F", data, message, copy))
-        return data
-
     def startup(self) -> bytes:
-        return self._send(StartupMessage(PROTOCOL_3_0, (
-            ("user", self.user), ("database", self.dbname), ("replication", "database"),
+        return self._startup(
+            ("database", self.dbname), ("replication", "database"),
             ("application_name", self.application_name), ("client_encoding", "UTF8"),
-        )))
-
-    def query(self, sql: str) -> bytes:
-        self.columns, self.rows = (), []
-        return self._send(Query(sql))
+        )
 
     def identify_system(self) -> bytes:
         return self.query("IDENTIFY_SYSTEM")
@@ -177,55 +116,23 @@ class ReplicationClient:
     def status_update(self, *, reply_requested: bool = False) -> bytes:
         """'r': written = received, flushed = the end of the last whole transaction, applied 0
         (as pg_recvlogical reports)."""
-        # (mypy does not see the fields through the messages module's dataclass alias)
-        msg = StandbyStatusUpdate(  # type: ignore[call-arg]
-            write_lsn=self.received_lsn, flush_lsn=self.flushable_lsn, apply_lsn=0,
-            send_time=_now(), reply_requested=reply_requested)
-        return self._send(CopyData(encode_copy_data(msg)), msg)
-
-    def copy_done(self) -> bytes:
-        return self._send(CopyDone())
+        return self._status_update(self.received_lsn, self.flushable_lsn, 0, reply_requested)
 
     def drop_slot(self, slot: str) -> bytes:
         return self.query(f"DROP_REPLICATION_SLOT {quote_ident(slot)}")
 
-    def terminate(self) -> bytes:
-        return self._send(Terminate())
-
     # -- what the server sends -------------------------------------------------------------
-    def receive_data(self, data: bytes) -> None:
-        """Bytes from the server (``b""``: the connection closed)."""
-        # Keep the unconsumed bytes too: each message is recorded with its exact bytes.
-        consumed = self.reader.offset - self._raw_base
-        if consumed > 0:
-            self._raw = self._raw[consumed:]
-            self._raw_base += consumed
-        self._raw += data
-        self.reader.feed(data)
-
     def next_event(self) -> WireMessage | Replicated | NeedData:
         """The next server message (CopyData while streaming as :class:`Replicated`),
         :data:`NEED_DATA`, or raises :class:`SessionError` for an ErrorResponse."""
-        start = self.reader.offset
-        msg = self.reader.next_event()
-        if not isinstance(msg, WireMessage):
-            if msg is NEED_DATA:
-                return NEED_DATA
-            raise SessionError("the server closed the connection")
-        data = bytes(self.reader_bytes(start))
+        got = self._next_message()
+        if isinstance(got, NeedData):
+            return NEED_DATA
+        msg, data = got
         if isinstance(msg, ErrorResponse):
             self.transcript.append(Exchange("B", data, msg))
             fields = dict(msg.fields)
             raise SessionError(f"server error: {fields.get('S', 'ERROR')} {fields.get('C', '')}: {fields.get('M', '')}")
-        if isinstance(msg, RowDescription):
-            self.columns = tuple(f.name for f in msg.fields)
-        elif isinstance(msg, DataRow):
-            self.rows.append(tuple(None if v is None else bytes(v).decode() for v in msg.values))
-        elif isinstance(msg, CopyBothResponse):
-            self.streaming = True
-        elif isinstance(msg, (CommandComplete, ReadyForQuery)):
-            # Not at CopyDone: the server may send CopyData after its own CopyDone (seen on 16).
-            self.streaming = False
         if isinstance(msg, CopyData) and self.streaming:
             payload = decode_copy_data(msg.data)
             pg = None
@@ -244,10 +151,6 @@ class ReplicationClient:
             return Replicated(payload, pg)
         self.transcript.append(Exchange("B", data, msg))
         return msg
-
-    def reader_bytes(self, start: int) -> bytes:
-        """The bytes the reader consumed from stream offset *start* (its last message)."""
-        return self._raw[start - self._raw_base:self.reader.offset - self._raw_base]
 
 
 class _Conn:
