@@ -485,7 +485,7 @@ class WalStream(_Delegate):
                 conn.messages_sent += 1
                 size += len(frame)
                 if record:
-                    conn._record("B", None, XLogData(start, wal_end, ts, data))  # type: ignore[call-arg]
+                    conn._record("B", None, XLogData(start, wal_end, ts, data))
             self.sent += 1
             self.sent_ptr = max(self.sent_ptr, end)
 
