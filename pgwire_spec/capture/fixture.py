@@ -175,6 +175,28 @@ def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     return value
 
 
+def _need_header(doc: Any, where: str, version: int, fmt: str | None = None) -> dict[str, Any]:
+    """Check a fixture document's ``format`` (when *fmt* is given) and ``formatVersion``;
+    its ``server`` mapping."""
+    if fmt is not None:
+        found = _need(doc, "format", str, where)
+        if found != fmt:
+            raise FixtureError(f"{where}: expected format {fmt!r}, found {found!r}")
+    found_version = _need(doc, "formatVersion", int, where)
+    if found_version != version:
+        raise FixtureError(f"{where}: expected formatVersion {version}, found {found_version}")
+    server: dict[str, Any] = _need(doc, "server", dict, where)
+    return server
+
+
+def _need_direction(m: Any, where: str) -> str:
+    """A recorded message's ``dir``: 'F' (client) or 'B' (server)."""
+    direction: str = _need(m, "dir", str, where)
+    if direction not in ("F", "B"):
+        raise FixtureError(f"{where}.dir: expected 'F' or 'B', found {direction!r}")
+    return direction
+
+
 def read_fixture(path: str | Path) -> FixtureFile:
     """Read and check the structure of one fixture file (``.json`` or ``.json.gz``)."""
     path = Path(path)
@@ -205,13 +227,7 @@ def document_format(doc: Any) -> Any:
 def parse_fixture(doc: Any, path: Path) -> FixtureFile:
     """A :class:`FixtureFile` from its JSON document."""
     where = str(path)
-    fmt = _need(doc, "format", str, where)
-    if fmt != FORMAT:
-        raise FixtureError(f"{where}: expected format {FORMAT!r}, found {fmt!r}")
-    version = _need(doc, "formatVersion", int, where)
-    if version != FORMAT_VERSION:
-        raise FixtureError(f"{where}: expected formatVersion {FORMAT_VERSION}, found {version}")
-    server = _need(doc, "server", dict, where)
+    server = _need_header(doc, where, FORMAT_VERSION, FORMAT)
     groups = []
     for gi, g in enumerate(_need(doc, "groups", list, where)):
         gw = f"{where}: groups[{gi}]"

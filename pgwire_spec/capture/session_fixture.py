@@ -38,7 +38,7 @@ from ..wire import (
     encode_message,
 )
 from .capture import _shape, elide
-from .fixture import FixtureError, _dumps, _need
+from .fixture import _dumps, _need, _need_direction, _need_header
 from .flags import NOTES, Flagger
 from .options import OptionSet
 from .session import ReplicationClient
@@ -190,16 +190,11 @@ def render_session(sf: SessionFile) -> str:
 
 def parse_session(doc: Any, path: Path) -> SessionFile:
     where = str(path)
-    version = _need(doc, "formatVersion", int, where)
-    if version != SESSION_FORMAT_VERSION:
-        raise FixtureError(f"{where}: expected formatVersion {SESSION_FORMAT_VERSION}, found {version}")
-    server = _need(doc, "server", dict, where)
+    server = _need_header(doc, where, SESSION_FORMAT_VERSION)
     msgs = []
     for i, m in enumerate(_need(doc, "messages", list, where)):
         mw = f"{where}: messages[{i}]"
-        direction = _need(m, "dir", str, mw)
-        if direction not in ("F", "B"):
-            raise FixtureError(f"{mw}.dir: expected 'F' or 'B', found {direction!r}")
+        direction = _need_direction(m, mw)
         msgs.append(SessionMessage(
             id=_need(m, "id", str, mw), index=_need(m, "index", int, mw), direction=direction,
             hex=_need(m, "hex", str, mw), expected=_need(m, "expected", dict, mw), copy=m.get("copy"),

@@ -350,13 +350,7 @@ def parse_recording(doc: Any, path: Path) -> PhysicalRecording:
     """A :class:`PhysicalRecording` from its JSON document; FixtureError when it is not one."""
     FixtureError, _need = _fixture().FixtureError, _fixture()._need
     where = str(path)
-    fmt = _need(doc, "format", str, where)
-    if fmt != PHYSICAL_FORMAT:
-        raise FixtureError(f"{where}: expected format {PHYSICAL_FORMAT!r}, found {fmt!r}")
-    version = _need(doc, "formatVersion", int, where)
-    if version != PHYSICAL_FORMAT_VERSION:
-        raise FixtureError(f"{where}: expected formatVersion {PHYSICAL_FORMAT_VERSION}, found {version}")
-    server = _need(doc, "server", dict, where)
+    server = _fixture()._need_header(doc, where, PHYSICAL_FORMAT_VERSION, PHYSICAL_FORMAT)
     seg = _need(doc, "walSegmentSize", int, where)
     block = _need(doc, "walBlockSize", int, where)
     try:
@@ -400,9 +394,7 @@ def parse_recording(doc: Any, path: Path) -> PhysicalRecording:
         msgs = []
         for mi, m in enumerate(_need(c, "messages", list, cw)):
             mw = f"{cw}.messages[{mi}]"
-            direction = _need(m, "dir", str, mw)
-            if direction not in ("F", "B"):
-                raise FixtureError(f"{mw}.dir: expected 'F' or 'B', found {direction!r}")
+            direction = _fixture()._need_direction(m, mw)
             hexdata = m.get("hex")
             if hexdata is None:
                 msgs.append(RecordedMessage(_need(m, "index", int, mw), direction, _need(m, "expected", dict, mw),

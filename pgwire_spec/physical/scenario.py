@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..lsn import parse_lsn
 from ..walsender.scenario import ScenarioError
+from ..walsender.scenario import lsn_value as _lsn
 from .backup import BackupSource
 from .recording import PhysicalRecording, read_recording
 from .serve import PhysicalSource
@@ -35,17 +35,6 @@ __all__ = ["load_physical", "FIXTURES"]
 #: The recordings of the source tree.
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "physical"
 _KEYS = ("recording", "split", "slots", "backup")
-
-
-def _lsn(path: str, value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str):
-        try:
-            return parse_lsn(value)
-        except ValueError:
-            pass
-    raise ScenarioError(path, "an LSN like '0/800000'", repr(value))
 
 
 def _recording(path: str, value: Any) -> PhysicalRecording:

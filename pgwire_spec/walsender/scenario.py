@@ -451,6 +451,18 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def lsn_value(path: str, value: Any) -> int:
+    """An LSN of a scenario at *path*: a non-negative integer or the text form ``X/X``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_lsn(value)
+        except ValueError:
+            pass
+    raise ScenarioError(path, "an LSN like '0/1500000'", _describe(value))
+
+
 class _Loader:
     def __init__(self, base: Path | None = None) -> None:
         self.tables: dict[str, Table] = {}
@@ -469,16 +481,7 @@ class _Loader:
                 raise ScenarioError(path, f"the key {k!r}", "it missing")
         return data
 
-    @staticmethod
-    def lsn(path: str, value: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        if isinstance(value, str):
-            try:
-                return parse_lsn(value)
-            except ValueError:
-                pass
-        raise ScenarioError(path, "an LSN like '0/1500000'", _describe(value))
+    lsn = staticmethod(lsn_value)
 
     @staticmethod
     def time(path: str, value: Any) -> int:
