@@ -22,7 +22,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..types import (
+from ..pgtypes import (
     FIRST_NORMAL_OID,
     array_element_text,
     array_send,

@@ -13,7 +13,7 @@ module turns them into
   (protocol-facts §3), so one tuple may mix 't' and 'b'.
 
 The type table (names, aliases, OIDs, typmods) and the encoders a server's output and send
-functions are matched by live in :mod:`pgwire_spec.types`; this module turns loose scenario
+functions are matched by live in :mod:`pgwire_spec.pgtypes`; this module turns loose scenario
 values into the Python values they take.
 """
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..types import (
+from ..pgtypes import (
     BUILTIN_TYPES,
     FIRST_USER_OID,
     TYPE_ALIASES,
