@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..capture import builtin_workload, compare, find_fixture_files, read_fixture, run_capture, verify_paths
 from ..capture.fixture import FixtureError
+from ..capture.options import option_sets
 from ..servers import PROVIDERS, parse_majors, provider
 
 HELP = "verify fixture files (decode, re-encode, expected JSON); --drift: compare with a live capture"
@@ -105,7 +106,12 @@ def _drift(args: argparse.Namespace) -> int:
     for name in [n.strip() for n in args.providers.split(",") if n.strip()]:
         for major in majors:
             prov = provider(name, major, bin_dir=args.bin_dir)
-            live = run_capture(prov, builtin_workload(), progress=say)
+            # Capture again exactly the option sets the stored file holds: the default ones,
+            # or those of --all-combinations.
+            names = {n for g in stored[major].groups for n in (g.name, *g.equivalent)}
+            exhaustive = not names <= {o.name for o in option_sets(major, "pgws_all")}
+            live = run_capture(prov, builtin_workload(), progress=say, exhaustive=exhaustive,
+                               only=sorted(names))
             drifts = compare(stored[major], live)
             if stored[major].workload != live.workload:
                 print(f"note: pg{major}: stored workload {stored[major].workload}, live {live.workload}; "
