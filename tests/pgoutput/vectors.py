@@ -4,7 +4,6 @@ decoding context it needs. Shared by the vector, truncation and CLI tests."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,34 +30,7 @@ from pgwire_spec import (
     Type,
     Update,
 )
-
-
-def u8(v: int) -> bytes:
-    return struct.pack(">B", v)
-
-
-def u16(v: int) -> bytes:
-    return struct.pack(">H", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def u32(v: int) -> bytes:
-    return struct.pack(">I", v)
-
-
-def u64(v: int) -> bytes:
-    return struct.pack(">Q", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
-
-def s(v: str) -> bytes:
-    return v.encode() + b"\0"
+from tests._bytes import i32, i64, s, u8, u16, u32, u64  # noqa: F401
 
 
 def t(v: str) -> bytes:

@@ -4,7 +4,6 @@ decode to, who sends it, and for 'p' how the server must read it."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from pgwire_spec.wire import (
@@ -42,31 +41,7 @@ from pgwire_spec.wire import (
     Terminate,
     WireMessage,
 )
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def u16(v: int) -> bytes:
-    return struct.pack(">H", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def u32(v: int) -> bytes:
-    return struct.pack(">I", v)
-
-
-def s(text: str) -> bytes:
-    """String: NUL-terminated."""
-    return text.encode() + b"\x00"
+from tests._bytes import i8, i16, i32, s, u16, u32  # noqa: F401
 
 
 def tagged(tag: str, body: bytes) -> bytes:
