@@ -381,6 +381,29 @@ class _Delegate:
         conn.phase = "ready"
         conn._ready()
 
+    def _before_output(self, now: float) -> Action | list[str]:
+        """What every stream checks before sending: a cancel request, the faults due now
+        and a pause. An Action when that decides what happens next; else the modifiers of
+        the faults that apply to the next message."""
+        conn = self.conn
+        if conn.cancel_requested:
+            conn.cancel_requested = False
+            conn.send_error(ServerError("57014", "canceling statement due to user request"))
+            self._finish()
+            return conn.next_action(now)
+        modifiers: list[str] = []
+        if self.fault_ids:
+            for f in self._faults(now):
+                r = self._apply(f, now)
+                if r == "stop":
+                    return conn.next_action(now)
+                if r != "go":
+                    modifiers.append(r)
+        paused = self._paused(now)
+        if paused is not None:
+            return paused
+        return modifiers
+
     def _paused(self, now: float) -> Action | None:
         if self.paused_forever:
             return Wait(None)
@@ -423,22 +446,10 @@ class WalStream(_Delegate):
     # -- output ----------------------------------------------------------------------------
     def produce(self, now: float) -> Action:
         conn = self.conn
-        if conn.cancel_requested:
-            conn.cancel_requested = False
-            conn.send_error(ServerError("57014", "canceling statement due to user request"))
-            self._finish()
-            return conn.next_action(now)
-        modifiers: list[str] = []
-        if self.fault_ids:
-            for f in self._faults(now):
-                r = self._apply(f, now)
-                if r == "stop":
-                    return conn.next_action(now)
-                if r != "go":
-                    modifiers.append(r)
-        paused = self._paused(now)
-        if paused is not None:
-            return paused
+        pre = self._before_output(now)
+        if not isinstance(pre, list):
+            return pre
+        modifiers = pre
         if self.index < len(self.cuts):
             self._frames(now, modifiers)
             return conn.next_action(now)
@@ -583,22 +594,10 @@ class BackupStream(_Delegate):
 
     def produce(self, now: float) -> Action:
         conn = self.conn
-        if conn.cancel_requested:
-            conn.cancel_requested = False
-            conn.send_error(ServerError("57014", "canceling statement due to user request"))
-            self._finish()
-            return conn.next_action(now)
-        modifiers: list[str] = []
-        if self.fault_ids:
-            for f in self._faults(now):
-                r = self._apply(f, now)
-                if r == "stop":
-                    return conn.next_action(now)
-                if r != "go":
-                    modifiers.append(r)
-        paused = self._paused(now)
-        if paused is not None:
-            return paused
+        pre = self._before_output(now)
+        if not isinstance(pre, list):
+            return pre
+        modifiers = pre
         size = 0
         limit = self._limit()
         count = 0
