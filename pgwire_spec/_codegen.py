@@ -34,7 +34,6 @@ from construct import (
     Array,
     Bytes,
     Const,
-    FocusedSeq,
     FormatField,
     IfThenElse,
     Pass,
@@ -45,6 +44,7 @@ from construct import (
     Struct,
 )
 
+from . import _ir
 from . import _primitives as P
 from .errors import DecodeError, EncodeError
 
@@ -86,31 +86,9 @@ class Codec:
     fields: list[str] = field(default_factory=list)
 
 
-_FMT_NAMES = {
-    "B": "Int8",
-    "b": "Int8",
-    "H": "UInt16",
-    "h": "Int16",
-    "I": "UInt32",
-    "i": "Int32",
-    "L": "UInt32",
-    "l": "Int32",
-    "Q": "UInt64",
-    "q": "Int64",
-}
-
-
-def _fmt(node: FormatField) -> str:
-    fmt = node.fmtstr
-    if fmt[0] not in "<>=!":
-        raise TypeError(f"format without byte order: {fmt!r}")
-    if fmt[0] != ">":
-        raise TypeError(f"only big-endian formats are used by the protocol, got {fmt!r}")
-    return str(fmt[1:])
-
-
-def _size(fmt: str) -> int:
-    return struct.calcsize(">" + fmt)
+_FMT_NAMES = _ir.FMT_NAMES
+_fmt = _ir.fmt
+_size = _ir.size
 
 
 def _cond(expr: Any) -> str:
@@ -364,28 +342,10 @@ class _Gen:
         else:
             raise TypeError(f"the code generator does not know {sub!r}")
 
-    @staticmethod
-    def _is_prefixed_array(sub: Any) -> bool:
-        """construct's PrefixedArray: FocusedSeq(count / Rebuild(int), items / Array(this.count))."""
-        return (
-            isinstance(sub, FocusedSeq)
-            and len(sub.subcons) == 2
-            and isinstance(sub.subcons[0].subcon, Rebuild)
-            and isinstance(sub.subcons[0].subcon.subcon, FormatField)
-            and isinstance(sub.subcons[1].subcon, Array)
-        )
-
-    def _is_tuple_data(self, sub: Any) -> bool:
-        from .pgoutput.grammar import TupleData
-
-        return sub is TupleData
-
-    def _is_optional_char(self, sub: Select) -> bool:
-        return (
-            len(sub.subcons) == 2
-            and isinstance(sub.subcons[0], P.CharIn)
-            and sub.subcons[1] is Pass
-        )
+    # the node tests are the intermediate form's (one copy for both generators)
+    _is_prefixed_array = staticmethod(_ir.is_prefixed_array)
+    _is_tuple_data = staticmethod(_ir.is_tuple_data)
+    _is_optional_char = staticmethod(_ir.is_optional_char)
 
     def dec_byten(self, local: str, indent: int, fpath: str, *, text: bool) -> None:
         e = self.emit
@@ -837,6 +797,15 @@ class Family:
             return fn(data, in_stream, abort_tail, binary_ok)
         except (Fail, struct.error, ValueError, TypeError, IndexError, KeyError):
             pass
+        return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
+
+    def explain(
+        self, data: bytes, in_stream: bool = False, abort_tail: bool = False, binary_ok: bool = True
+    ) -> Any:
+        """After a fast decoder failed on *data*: the tracing pass alone, which returns the
+        message (text that is not UTF-8) or raises the precise DecodeError."""
+        if not data or data[0] not in self.by_tag:
+            return self.decode(data)  # raises: empty, or an unknown tag
         return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
 
     def encode(self, message: Any) -> bytes:

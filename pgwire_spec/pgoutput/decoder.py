@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ..errors import DecodeError, OptionError
 from . import _state
 from . import messages as m
-from ._codec import _DECODERS, decode_payload
+from ._codec import _DECODERS, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
 
@@ -77,7 +77,8 @@ def decode_message(
     try:
         return _DECODERS[payload[0]](payload, in_stream, abort_tail)  # type: ignore[no-any-return]
     except Exception:
-        return decode_payload(payload, in_stream, abort_tail)
+        # decoded once by the fast path; now explained once (empty, unknown tag, bad bytes)
+        return explain_payload(payload, in_stream, abort_tail)
 
 
 @functools.lru_cache(maxsize=64)
@@ -202,16 +203,20 @@ class PgOutputDecoder:
         try:
             # (decoder, next state, checks) of this tag in this state: one lookup
             fn, nxt, check = self._fast[state][payload[0]]
-            msg: m.PgOutputMessage = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
         except Exception:
-            pass
+            # empty, an unknown tag, or a message not legal here: not decoded yet
+            msg = self._decode_slow(payload, index, explain_only=False)
         else:
-            if check is not None:
-                check(msg, index)
-            self.state = nxt
-            return msg
-        # The slow path: bad bytes, non-UTF-8 text, or a message not legal here.
-        msg = self._decode_slow(payload, index)
+            try:
+                msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
+            except Exception:
+                # bad bytes or non-UTF-8 text: the fast path ran once, explain it once
+                msg = self._decode_slow(payload, index, explain_only=True)
+            else:
+                if check is not None:
+                    check(msg, index)
+                self.state = nxt
+                return msg
         entry = self._table[state].get(msg.tag)
         if entry is None:
             self._violation(
@@ -226,10 +231,13 @@ class PgOutputDecoder:
         self.state = nxt
         return msg
 
-    def _decode_slow(self, payload: bytes, index: int) -> m.PgOutputMessage:
+    def _decode_slow(self, payload: bytes, index: int, explain_only: bool) -> m.PgOutputMessage:
         in_stream = self.state == _state.STREAM
+        data = bytes(payload)
         try:
-            return decode_payload(bytes(payload), in_stream, self._abort_tail, self._binary_ok)
+            if explain_only:
+                return explain_payload(data, in_stream, self._abort_tail, self._binary_ok)
+            return decode_payload(data, in_stream, self._abort_tail, self._binary_ok)
         except DecodeError as err:
             err.context.update(self._context())
             raise err.with_index(index) from None
