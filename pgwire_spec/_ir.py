@@ -134,6 +134,14 @@ _CONDITIONS = {
 }
 
 
+def _expression(expr: Any) -> str:
+    """A construct ``this`` expression over fields as text: ``len(relation_ids)``."""
+    text = re.sub(r"this\['(\w+)'\]", r"\1", repr(expr)).replace("len_(", "len(")
+    if "this" in text:
+        raise TypeError(f"unsupported expression: {expr!r}")
+    return text
+
+
 def condition(expr: Any) -> str:
     """The name of a field's presence condition: a decoding parameter or another field."""
     try:
@@ -152,8 +160,8 @@ class Field:
     type: str
     #: present only under this condition (``in_stream``, ``abort_tail``, ``old_kind``)
     when: str | None = None
-    #: recomputed by the encoder (a count), not a field of the message class
-    derived: bool = False
+    #: recomputed by the encoder (a count), not a field of the message class: the expression
+    derived: str | None = None
     #: a constant: bytes for a tag byte, an int for a code
     const: bytes | int | None = None
     #: the characters a Byte1 may take
@@ -162,8 +170,11 @@ class Field:
     optional: bool = False
     #: an Array's count type, or an Array's count field
     count: str | None = None
-    #: the items of an Array or List: a type name, nested fields, or a tuple of type names
-    items: str | tuple[Field, ...] | tuple[str, ...] | None = None
+    #: the items of an Array or List: a type name, a nested layout (its own class), or a
+    #: tuple of type names (a Sequence: a name/value pair)
+    items: str | Layout | tuple[str, ...] | None = None
+    #: the big-endian struct code of an integer field (``"L"``)
+    fmt: str | None = None
     #: the construct node (for the code generators)
     node: Any = field(default=None, compare=False, repr=False)
 
@@ -173,7 +184,7 @@ class Field:
         if self.when is not None:
             out["when"] = self.when
         if self.derived:
-            out["derived"] = True
+            out["derived"] = self.derived
         out["type"] = self.type
         if self.values is not None:
             out["values"] = list(self.values)
@@ -187,8 +198,8 @@ class Field:
             items = self.items
             if isinstance(items, str):
                 out["items"] = items
-            elif items and isinstance(items[0], Field):
-                out["items"] = [f.as_dict() for f in items]  # type: ignore[union-attr]
+            elif isinstance(items, Layout):
+                out["items"] = [f.as_dict() for f in items.fields]
             else:
                 out["items"] = list(items)
         return out
@@ -216,9 +227,9 @@ def _type_name(sub: Any) -> str:
     raise TypeError(f"no type name for {sub!r}")
 
 
-def _items(item: Any) -> str | tuple[Field, ...] | tuple[str, ...]:
+def _items(item: Any) -> str | Layout | tuple[str, ...]:
     if isinstance(item, Struct):
-        return tuple(_field(n) for n in item.subcons)
+        return Layout("", None, tuple(_field(n) for n in item.subcons), item)
     if isinstance(item, Sequence):
         return tuple(_type_name(s) for s in item.subcons)
     return _type_name(item)
@@ -229,16 +240,19 @@ def _field(node: Any) -> Field:
         raise TypeError(f"unnamed field in layout: {node!r}")
     name, sub = node.name, node.subcon
     when = None
-    derived = False
+    derived = None
     if isinstance(sub, IfThenElse):
         if sub.elsesubcon is not Pass:
             raise TypeError(f"If with an else branch: {node!r}")
         when = condition(sub.condfunc)
         sub = sub.thensubcon
     if isinstance(sub, Rebuild):
-        derived = True
+        derived = _expression(sub.func)
         sub = sub.subcon
     kw: dict[str, Any] = {"name": name, "when": when, "derived": derived, "node": node}
+    target = sub.subcon if isinstance(sub, Const) else sub
+    if isinstance(target, FormatField):
+        kw["fmt"] = fmt(target)
     if id(sub) in TYPE_NAMES:
         return Field(type=TYPE_NAMES[id(sub)], **kw)
     if isinstance(sub, Const):
