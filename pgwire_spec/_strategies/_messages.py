@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from ..pgoutput import _catalogue
 from ..pgoutput import messages as m
 from ._context import ProtocolContext, Streaming, contexts
 from ._types import BUILTIN_TYPES, FIRST_NORMAL_OID, PgType, UserType, user_types
@@ -202,19 +203,11 @@ def draw_delete(draw: st.DrawFn, table: Table, binary: bool, xid: int | None) ->
 
 #: What a message type needs from the context: (protocol version, option names).
 NEEDS: dict[type[m.PgOutputMessage], tuple[int, tuple[str, ...]]] = {
-    m.LogicalMessage: (1, ("messages",)),
-    m.StreamStart: (2, ("streaming",)),
-    m.StreamStop: (2, ("streaming",)),
-    m.StreamCommit: (2, ("streaming",)),
-    m.StreamAbort: (2, ("streaming",)),
-    m.BeginPrepare: (3, ("two_phase",)),
-    m.Prepare: (3, ("two_phase",)),
-    m.CommitPrepared: (3, ("two_phase",)),
-    m.RollbackPrepared: (3, ("two_phase",)),
-    m.StreamPrepare: (3, ("two_phase", "streaming")),
+    _catalogue.BY_TAG[tag].cls: needs for tag, needs in _catalogue.NEEDS.items()
 }
 
-_PREFIXED = (m.Relation, m.Type, m.Insert, m.Update, m.Delete, m.Truncate, m.LogicalMessage)
+#: Message types that carry the streamed xid inside a streamed block.
+_PREFIXED = tuple(_catalogue.BY_TAG[tag].cls for tag in sorted(_catalogue.STREAMED_XID))
 _gids = st.text(_NAME_CHARS, min_size=1, max_size=24)  # GIDSIZE is 200 bytes
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..pgoutput import messages as m
+from ..pgoutput._catalogue import STREAMED_XID
 
 __all__ = ["NOTES", "Flagger"]
 
@@ -110,7 +111,7 @@ class Flagger:
             name = msg.name if isinstance(msg, m.Relation) else getattr(self.relations.get(rel_id), "name", None)
             if name in self.relation_flags:
                 out.append(self.relation_flags[name])
-        if in_stream and getattr(msg, "xid", None) is not None and msg.tag in "RYIUDTM":
+        if in_stream and getattr(msg, "xid", None) is not None and msg.tag in STREAMED_XID:
             out.append("xid-prefix")
         if isinstance(msg, m.Relation):
             seen = self.relations.get(msg.relation_id)

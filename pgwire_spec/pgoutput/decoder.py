@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from ..errors import DecodeError, OptionError
-from . import _state
+from . import _catalogue, _state
 from . import messages as m
 from ._codec import _DECODERS, decode_payload, explain_payload
 
@@ -17,23 +17,11 @@ __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streamin
 
 Streaming = Literal["off", "on", "parallel"]
 
-#: Messages that only exist from a protocol version on (docs: "available since protocol
-#: version N"), and the option that makes a server send them.
-_NEEDS: dict[str, tuple[int, str]] = {
-    "S": (2, "streaming"),
-    "E": (2, "streaming"),
-    "c": (2, "streaming"),
-    "A": (2, "streaming"),
-    "b": (3, "two_phase"),
-    "P": (3, "two_phase"),
-    "K": (3, "two_phase"),
-    "r": (3, "two_phase"),
-    "p": (3, "two_phase"),
-    "M": (1, "messages"),
-}
-
-_FLAG_ZERO = (m.Commit, m.StreamCommit, m.Prepare, m.CommitPrepared, m.RollbackPrepared,
-              m.StreamPrepare)
+#: Messages that only exist from a protocol version on, and the options that make a server
+#: send them; the flags bytes that must be 0: both from the catalogue.
+_NEEDS = _catalogue.NEEDS
+_FLAG_ZERO = _catalogue.FLAGS_ZERO
+_OPTION_PROTOCOL = _catalogue.OPTION_PROTOCOL
 
 
 def normalize_streaming(value: str | bool | None) -> Streaming:
@@ -50,12 +38,15 @@ def normalize_streaming(value: str | bool | None) -> Streaming:
 def _check_options(protocol_version: int, streaming: str, two_phase: bool) -> None:
     if protocol_version not in (1, 2, 3, 4):
         raise OptionError(f"protocol_version must be 1 to 4, found {protocol_version!r}")
-    if streaming == "on" and protocol_version < 2:
-        raise OptionError("streaming needs protocol_version >= 2")
-    if streaming == "parallel" and protocol_version < 4:
-        raise OptionError("streaming = parallel needs protocol_version >= 4")
-    if two_phase and protocol_version < 3:
-        raise OptionError("two_phase needs protocol_version >= 3")
+    needs = _OPTION_PROTOCOL["streaming"]
+    if streaming == "on" and protocol_version < needs:
+        raise OptionError(f"streaming needs protocol_version >= {needs}")
+    needs = _catalogue.PARALLEL_PROTOCOL
+    if streaming == "parallel" and protocol_version < needs:
+        raise OptionError(f"streaming = parallel needs protocol_version >= {needs}")
+    needs = _OPTION_PROTOCOL["two_phase"]
+    if two_phase and protocol_version < needs:
+        raise OptionError(f"two_phase needs protocol_version >= {needs}")
 
 
 def decode_message(
@@ -86,8 +77,9 @@ def _abort_tail(protocol_version: int, streaming: str | bool, in_stream: bool) -
     """Validate a decoding context once; the answer is whether Stream Abort has its tail."""
     mode = normalize_streaming(streaming)
     _check_options(protocol_version, mode, False)
-    if in_stream and protocol_version < 2:
-        raise OptionError("in_stream needs protocol_version >= 2")
+    needs = _catalogue.CONDITION_PROTOCOL["in_stream"]
+    if in_stream and protocol_version < needs:
+        raise OptionError(f"in_stream needs protocol_version >= {needs}")
     return mode == "parallel"
 
 
@@ -256,11 +248,9 @@ class PgOutputDecoder:
 
         return not_negotiated
 
-    def _negotiated(self, tag: str, needs: tuple[int, str]) -> bool:
-        version, option = needs
-        enabled = getattr(self, option) not in (False, "off")
-        if tag == "p":
-            enabled = enabled and self.streaming != "off"
+    def _negotiated(self, tag: str, needs: tuple[int, tuple[str, ...]]) -> bool:
+        version, options = needs
+        enabled = all(getattr(self, option) not in (False, "off") for option in options)
         return self.protocol_version >= version and enabled
 
     def decode_all(self, payloads: Iterable[bytes]) -> Iterator[m.PgOutputMessage]:
@@ -298,8 +288,12 @@ class PgOutputDecoder:
             raise err
         self.warnings.append(err)
 
-    def _check_negotiated(self, msg: m.PgOutputMessage, needs: tuple[int, str], index: int) -> None:
-        version, option = needs
+    def _check_negotiated(
+        self, msg: m.PgOutputMessage, needs: tuple[int, tuple[str, ...]], index: int
+    ) -> None:
+        version, options = needs
+        # name the first option not asked for (Stream Prepare needs two)
+        option = next((o for o in options if getattr(self, o) in (False, "off")), options[0])
         if msg.tag == "A" and self.streaming == "off":
             # Erratum E-PG18-STRAY-STREAM-ABORT: PostgreSQL 18 may send a Stream Abort for a
             # subtransaction to a client that never asked for streaming. Not an error.
