@@ -86,7 +86,7 @@ NOTES: dict[str, str] = {
     "copydata-after-copydone": "CopyData (a keepalive) from the server after its own CopyDone, before "
                                "CommandComplete: read CopyData until CommandComplete, not until CopyDone.",
     "xlogdata-zero-position": "XLogData with dataStart = walEnd = 0: a write that is not the last of its "
-                              "change (Relation, Type, a Begin followed by Origin), protocol-facts §4.",
+                              "change (Relation, Type, a Begin followed by Origin), erratum E-ZERO-LSN.",
     "keepalive-reply-requested": "Primary keepalive with replyRequested = 1: answer with a status update.",
     "standby-status-update": "Standby status update 'r' from the client: write = received, flush = end "
                              "of the last whole transaction, apply = 0.",
