@@ -93,7 +93,7 @@ NEEDS: Final[dict[str, tuple[int, tuple[str, ...]]]] = {
 STREAMED_XID: Final[frozenset[str]] = frozenset(t for t, e in BY_TAG.items() if e.streamed_xid)
 
 #: Message classes whose flags byte is Int8(0), "currently unused".
-FLAGS_ZERO: Final[tuple[type, ...]] = tuple(
+FLAGS_ZERO: Final[frozenset[type]] = frozenset(
     e.cls for e in ENTRIES.values() if e.facts.values.get("flags") == (0,)
 )
 

@@ -192,6 +192,7 @@ class PgOutputDecoder:
         index = self._index
         self._index = index + 1
         state = self.state
+        msg: m.PgOutputMessage
         try:
             # (decoder, next state, checks) of this tag in this state: one lookup
             fn, nxt, check = self._fast[state][payload[0]]
@@ -476,7 +477,7 @@ class PgOutputDecoder:
             self.open_streams.discard(msg.xid)
 
     def _check_flags(self, msg: Any, index: int) -> None:
-        if self.strict and isinstance(msg, _FLAG_ZERO) and msg.flags != 0:
+        if self.strict and type(msg) in _FLAG_ZERO and msg.flags != 0:
             self._violation(
                 "nonzero-flags", "Int8(0) flags (\"currently unused\")", str(msg.flags), index,
                 msg.tag, f"{type(msg).__name__}.flags",
