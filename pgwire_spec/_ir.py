@@ -47,6 +47,8 @@ __all__ = [
     "is_optional_char",
     "is_tuple_data",
     "condition",
+    "PARAMS",
+    "TYPE_FMT",
 ]
 
 #: Big-endian struct codes by their protocol names (for error messages).
@@ -126,14 +128,6 @@ def is_tuple_data(sub: Any) -> bool:
     return isinstance(sub, P.TupleValues)
 
 
-#: The conditions of optional fields, by their construct expression.
-_CONDITIONS = {
-    "this['_params']['in_stream']": "in_stream",
-    "this['_params']['abort_tail']": "abort_tail",
-    "(this['old_kind'] != None)": "old_kind",
-}
-
-
 def _expression(expr: Any) -> str:
     """A construct ``this`` expression over fields as text: ``len(relation_ids)``."""
     text = re.sub(r"this\['(\w+)'\]", r"\1", repr(expr)).replace("len_(", "len(")
@@ -142,12 +136,21 @@ def _expression(expr: Any) -> str:
     return text
 
 
-def condition(expr: Any) -> str:
-    """The name of a field's presence condition: a decoding parameter or another field."""
-    try:
-        return _CONDITIONS[repr(expr)]
-    except KeyError:
-        raise TypeError(f"unsupported condition: {expr!r}") from None
+#: The decoding parameters a field's presence may depend on (``this._params.X``).
+PARAMS = ("in_stream", "abort_tail")
+
+
+def condition(expr: Any) -> tuple[str, bool]:
+    """A field's presence condition: (the name of a decoding parameter, False), or (the name
+    of an earlier field, True) for "present when that field is not None"."""
+    text = repr(expr)
+    m = re.fullmatch(r"this\['_params'\]\['(\w+)'\]", text)
+    if m and m.group(1) in PARAMS:
+        return m.group(1), False
+    m = re.fullmatch(r"\(this\['(\w+)'\] != None\)", text)
+    if m:
+        return m.group(1), True
+    raise TypeError(f"unsupported condition: {expr!r}")
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,8 @@ class Field:
     type: str
     #: present only under this condition (``in_stream``, ``abort_tail``, ``old_kind``)
     when: str | None = None
+    #: the condition is "the field ``when`` is present" (else a decoding parameter)
+    when_field: bool = False
     #: recomputed by the encoder (a count), not a field of the message class: the expression
     derived: str | None = None
     #: a constant: bytes for a tag byte, an int for a code
@@ -177,6 +182,8 @@ class Field:
     fmt: str | None = None
     #: the construct node (for the code generators)
     node: Any = field(default=None, compare=False, repr=False)
+    #: the construct node of the value, inside any condition or rebuild
+    sub: Any = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The field in the vocabulary of spec/*.yaml."""
@@ -214,11 +221,22 @@ class Layout:
     #: every field after the tag, in order
     fields: tuple[Field, ...]
     struct: Any = field(compare=False, repr=False)
+    #: every field, the tag included (what a decoder reads)
+    all_fields: tuple[Field, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def conditions(self) -> frozenset[str]:
         """The conditions any field depends on (``in_stream``: carries the streamed xid)."""
         return frozenset(f.when for f in self.fields if f.when is not None)
+
+
+#: The struct code of each integer type name (``"Oid"`` -> ``"L"``).
+TYPE_FMT: dict[str, str] = {
+    "Int8": fmt(P.Int8), "Int16": fmt(P.Int16), "UInt16": fmt(P.UInt16), "Int32": fmt(P.Int32),
+    "UInt32": fmt(P.UInt32), "Int64": fmt(P.Int64), "Oid": fmt(P.Oid),
+    "TransactionId": fmt(P.TransactionId), "XLogRecPtr": fmt(P.XLogRecPtr),
+    "TimestampTz": fmt(P.TimestampTz),
+}
 
 
 def _type_name(sub: Any) -> str:
@@ -229,7 +247,8 @@ def _type_name(sub: Any) -> str:
 
 def _items(item: Any) -> str | Layout | tuple[str, ...]:
     if isinstance(item, Struct):
-        return Layout("", None, tuple(_field(n) for n in item.subcons), item)
+        every = tuple(_field(n) for n in item.subcons)
+        return Layout("", None, every, item, every)
     if isinstance(item, Sequence):
         return tuple(_type_name(s) for s in item.subcons)
     return _type_name(item)
@@ -240,16 +259,19 @@ def _field(node: Any) -> Field:
         raise TypeError(f"unnamed field in layout: {node!r}")
     name, sub = node.name, node.subcon
     when = None
+    when_field = False
     derived = None
     if isinstance(sub, IfThenElse):
         if sub.elsesubcon is not Pass:
             raise TypeError(f"If with an else branch: {node!r}")
-        when = condition(sub.condfunc)
+        when, when_field = condition(sub.condfunc)
         sub = sub.thensubcon
     if isinstance(sub, Rebuild):
         derived = _expression(sub.func)
         sub = sub.subcon
-    kw: dict[str, Any] = {"name": name, "when": when, "derived": derived, "node": node}
+    kw: dict[str, Any] = {"name": name, "when": when, "when_field": when_field, "derived": derived,
+                          "node": node}
+    kw["sub"] = sub
     target = sub.subcon if isinstance(sub, Const) else sub
     if isinstance(target, FormatField):
         kw["fmt"] = fmt(target)
@@ -285,12 +307,13 @@ def _field(node: Any) -> Field:
 def lower(name: str, layout: Struct) -> Layout:
     """Lower one construct layout. A first field ``tag`` holding one constant byte is the
     message's tag; the v3 wire layouts carry their tag in the framing instead."""
-    subs = list(layout.subcons)
+    every = tuple(_field(n) for n in layout.subcons)
     tag = None
-    if subs and isinstance(subs[0], Renamed) and subs[0].name == "tag":
-        const = subs[0].subcon
-        if not (isinstance(const, Const) and isinstance(const.value, bytes) and len(const.value) == 1):
+    fields = every
+    if every and every[0].name == "tag":
+        const = every[0].const
+        if not (isinstance(const, bytes) and len(const) == 1):
             raise TypeError(f"{name}: a tag must be one constant byte")
-        tag = const.value.decode("latin-1")
-        subs = subs[1:]
-    return Layout(name, tag, tuple(_field(n) for n in subs), layout)
+        tag = const.decode("latin-1")
+        fields = every[1:]
+    return Layout(name, tag, fields, layout, every)
