@@ -1,15 +1,15 @@
 """C source of the optional pgoutput accelerator, generated from the construct grammar.
 
 :mod:`pgwire_spec._codegen` turns each layout of :mod:`pgwire_spec.pgoutput.grammar` into
-Python; this module walks the same layout objects, with the same node vocabulary, and
-writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
+Python; this module reads the same layouts through the same intermediate form
+(:mod:`pgwire_spec._ir`) and writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
 source of every layout. The C file is committed, so that installing on a machine with a
 compiler builds it without running anything first, and ``tests/pgoutput/test_speedups.py``
 checks it is what the grammar generates today. After a grammar change::
 
     python -m pgwire_spec.pgoutput._cbuild          # rewrite pgwire_spec/_speedups.c
     python -m pgwire_spec.pgoutput._cbuild --check  # exit 1 if it is out of date
-    pip install -e . --no-deps           # rebuild the extension
+    pip install -e . --no-deps                      # rebuild the extension
 
 Each generated ``decode_<Name>(data, in_stream, abort_tail, binary_ok=True)`` keeps the
 contract of the Python fast path: it returns the message, an instance of the same frozen,

@@ -49,6 +49,7 @@ __all__ = [
     "condition",
     "PARAMS",
     "TYPE_FMT",
+    "item_field",
 ]
 
 #: Big-endian struct codes by their protocol names (for error messages).
@@ -237,6 +238,12 @@ TYPE_FMT: dict[str, str] = {
     "TransactionId": fmt(P.TransactionId), "XLogRecPtr": fmt(P.XLogRecPtr),
     "TimestampTz": fmt(P.TimestampTz),
 }
+
+
+def item_field(type_name: str) -> Field:
+    """An item of an Array, List or Sequence given by its type name, as a field without a
+    name (what a code generator reads values by)."""
+    return Field("", type_name, fmt=TYPE_FMT.get(type_name))
 
 
 def _type_name(sub: Any) -> str:
