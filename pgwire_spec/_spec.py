@@ -22,8 +22,6 @@ from .pgoutput import _catalogue as pg_catalogue
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 
-#: The type names of the grammar's primitives (kept for the spec checks of other layers).
-_TYPE_NAMES = dict(_ir.TYPE_NAMES)
 
 
 def grammar_fields(layout: Any) -> list[dict[str, Any]]:
