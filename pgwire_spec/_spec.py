@@ -331,12 +331,13 @@ def markdown() -> str:
         "",
         "## pgoutput messages",
         "",
-        "| message | tag | protocol | servers | needs |",
-        "|---|---|---|---|---|",
+        "| message | tag | protocol | servers | needs | streamed xid |",
+        "|---|---|---|---|---|---|",
     ]
     for m in pg["messages"]:
+        xid = "yes" if cat.entry("pgoutput", m["name"]).streamed_xid else "-"
         lines.append(f"| {m['name']} | `{m['tag']}` | >= {m['protocol']} | {m['servers']} | "
-                     f"{', '.join(m.get('options', [])) or '-'} |")
+                     f"{', '.join(m.get('options', [])) or '-'} | {xid} |")
     for m in pg["messages"]:
         lines += ["", f"### {m['name']} (`{m['tag']}`)", ""]
         if m.get("errata"):
@@ -355,7 +356,12 @@ def markdown() -> str:
                   "| field | type | notes |", "|---|---|---|", f"| tag | Byte1 | '{m['tag']}' |"]
         lines += _field_rows(m["fields"])
         lines.append("")
-    lines += ["## Errata", ""]
+    lines += ["## Frontend/backend protocol v3 (the fields: `spec/wire.yaml`)", "",
+              "| message | tag | sent by |", "|---|---|---|"]
+    for e in cat.entries("wire"):
+        tag = f"`{e.tag}`" if e.tag is not None else "(untagged)"
+        lines.append(f"| {e.name} | {tag} | {e.facts.sender} |")
+    lines += ["", "## Errata", ""]
     for e in errata["errata"]:
         lines += [f"### {e['id']}", "",
                   f"- applies to: {', '.join(e['applies_to'])} (servers {e['servers']})",

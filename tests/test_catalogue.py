@@ -146,3 +146,9 @@ def test_not_negotiated_message_names_the_missing_option() -> None:
         dec.decode(payload)
     assert err.value.rule == "message-not-negotiated"
     assert "streaming" in err.value.expected
+
+
+def test_wire_senders_agree_with_the_classes() -> None:
+    words = {"F": "frontend", "B": "backend", "FB": "both"}
+    for e in catalogue.entries("wire"):
+        assert words[e.cls.sender] == e.facts.sender, e.name  # type: ignore[attr-defined]
