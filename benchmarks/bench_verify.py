@@ -71,7 +71,7 @@ def main() -> None:
         return
     classes = {"B": pp.Begin, "C": pp.Commit, "R": pp.Relation, "I": pp.Insert,
                "U": pp.Update, "D": pp.Delete, "T": pp.Truncate}
-    # pypgoutput mis-parses 'b' values (protocol-facts §9): keep what it decodes at all.
+    # pypgoutput mis-parses 'b' values (erratum E-BINARY-FALLBACK): keep what it decodes at all.
     ok = []
     for p in v1:
         try:

@@ -1,15 +1,15 @@
 """C source of the optional pgoutput accelerator, generated from the construct grammar.
 
 :mod:`pgwire_spec._codegen` turns each layout of :mod:`pgwire_spec.pgoutput.grammar` into
-Python; this module walks the same layout objects, with the same node vocabulary, and
-writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
+Python; this module reads the same layouts through the same intermediate form
+(:mod:`pgwire_spec._ir`) and writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
 source of every layout. The C file is committed, so that installing on a machine with a
 compiler builds it without running anything first, and ``tests/pgoutput/test_speedups.py``
 checks it is what the grammar generates today. After a grammar change::
 
-    python -m pgwire_spec._cgen          # rewrite pgwire_spec/_speedups.c
-    python -m pgwire_spec._cgen --check  # exit 1 if it is out of date
-    pip install -e . --no-deps           # rebuild the extension
+    python -m pgwire_spec.pgoutput._cbuild          # rewrite pgwire_spec/_speedups.c
+    python -m pgwire_spec.pgoutput._cbuild --check  # exit 1 if it is out of date
+    pip install -e . --no-deps                      # rebuild the extension
 
 Each generated ``decode_<Name>(data, in_stream, abort_tail, binary_ok=True)`` keeps the
 contract of the Python fast path: it returns the message, an instance of the same frozen,
@@ -33,35 +33,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-import struct
-import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
-from construct import (
-    Array,
-    Const,
-    FocusedSeq,
-    FormatField,
-    IfThenElse,
-    Pass,
-    Rebuild,
-    Renamed,
-    Select,
-    Struct,
-    Switch,
-)
+from construct import FocusedSeq, FormatField, Pass, Struct, Switch
 
+from . import _ir
 from . import _primitives as P
 
-# `python -m pgwire_spec._cgen` imports the package, which imports this module (the codec
-# checks the extension against it), before running it as __main__: harmless here.
-warnings.filterwarnings(
-    "ignore", message="'pgwire_spec._cgen' found in sys.modules", category=RuntimeWarning
-)
-
-__all__ = ["generate_c", "pgoutput_source", "source_digest", "SOURCE_PATH", "main"]
+__all__ = ["generate_c", "source_digest", "SOURCE_PATH"]
 
 #: The committed output of this generator.
 SOURCE_PATH = Path(__file__).resolve().parent / "_speedups.c"
@@ -81,18 +61,20 @@ _INTS: dict[str, tuple[str, str, str]] = {
 }
 
 #: Decoding context parameters (``this._params.X``), which are C arguments of the same name.
-_PARAMS = ("in_stream", "abort_tail")
+_PARAMS = _ir.PARAMS
 
 
 def _fmt(node: FormatField) -> str:
-    fmt: str = node.fmtstr
-    if fmt[0] != ">" or fmt[1:] not in _INTS:
-        raise TypeError(f"the C generator does not know the format {fmt!r}")
-    return fmt[1:]
+    return _check_fmt(_ir.fmt(node))
 
 
-def _size(fmt: str) -> int:
-    return struct.calcsize(">" + fmt)
+def _check_fmt(code: str) -> str:
+    if code not in _INTS:
+        raise TypeError(f"the C generator does not know the format {code!r}")
+    return code
+
+
+_size = _ir.size
 
 
 def _ident(name: str) -> str:
@@ -132,10 +114,10 @@ class _CGen:
         self.counter = 0
 
     # -- fields ----------------------------------------------------------------------------
-    def struct_body(self, st: Struct, out: _Out, scope: _Scope, top: bool) -> None:
-        """The reads of *st*'s fields from ``p``; a run of fixed-size fields is
+    def struct_body(self, layout: _ir.Layout, out: _Out, scope: _Scope, top: bool) -> None:
+        """The reads of *layout*'s fields from ``p``; a run of fixed-size fields is
         bounds-checked once."""
-        subs = list(st.subcons)
+        subs = layout.all_fields
         i = 0
         while i < len(subs):
             run, j = 0, i
@@ -152,65 +134,68 @@ class _CGen:
                 self.field(subs[i], out, scope, checked=False)
                 i += 1
 
-    def fixed_size(self, node: Any) -> int | None:
+    @staticmethod
+    def fixed_size(f: _ir.Field) -> int | None:
         """The size of a field that always takes the same number of bytes, else None."""
-        if not isinstance(node, Renamed):
-            raise TypeError(f"unnamed field in layout: {node!r}")
-        sub = node.subcon
-        if isinstance(sub, Rebuild):
-            sub = sub.subcon
-        if isinstance(sub, FormatField):
-            return _size(_fmt(sub))
-        if isinstance(sub, Const) and isinstance(sub.value, bytes):
-            return len(sub.value)
-        if sub is P.Char or sub is P.Bool8 or isinstance(sub, P.CharIn):
+        if f.when is not None or f.optional:
+            return None
+        if isinstance(f.const, bytes):
+            return len(f.const)
+        if f.const is None and f.fmt is not None:
+            return _size(f.fmt)
+        if f.type in ("Byte1", "Bool8"):
             return 1
         return None
 
-    def min_size(self, sub: Any) -> int:
-        """The fewest bytes a value of *sub* takes (to bound item counts)."""
-        if isinstance(sub, Renamed | Rebuild):
-            return self.min_size(sub.subcon)
-        if isinstance(sub, Struct):
-            return sum(self.min_size(s) for s in sub.subcons)
-        if isinstance(sub, FormatField):
-            return _size(_fmt(sub))
-        if isinstance(sub, Const) and isinstance(sub.value, bytes):
-            return len(sub.value)
-        if sub is P.Char or sub is P.Bool8 or isinstance(sub, P.CharIn) or sub is P.String:
+    def min_size(self, f: _ir.Field) -> int:
+        """The fewest bytes a value of *f* takes (to bound item counts)."""
+        if f.when is not None or f.optional:
+            return 0
+        if isinstance(f.const, bytes):
+            return len(f.const)
+        if f.fmt is not None:
+            return _size(f.fmt)
+        if f.type in ("Byte1", "Bool8", "String"):
             return 1
-        if sub is P.Byten32:
+        if f.type == "Byten32":
             return 4
-        if self.is_tuple_data(sub) or self.is_prefixed_array(sub):
-            return self.min_size(self.unwrap_tuple_data(sub).subcons[0])
+        if f.type == "TupleData":
+            return _size(_ir.TYPE_FMT["UInt16"])  # its column count
+        if f.type == "Array" and f.count in _ir.TYPE_FMT:
+            return _size(_ir.TYPE_FMT[f.count])
         return 0
 
-    def field(self, node: Renamed, out: _Out, scope: _Scope, checked: bool) -> None:
-        name, sub = _ident(node.name), node.subcon
+    def items_min_size(self, items: Any) -> int:
+        if isinstance(items, _ir.Layout):
+            return sum(self.min_size(f) for f in items.all_fields)
+        if isinstance(items, str) and items in _ir.TYPE_FMT:
+            return _size(_ir.TYPE_FMT[items])
+        return 0
+
+    def field(self, f: _ir.Field, out: _Out, scope: _Scope, checked: bool) -> None:
+        name = _ident(f.name)
         out(1, f"/* {name} */")
-        if isinstance(sub, Const):
-            if not isinstance(sub.value, bytes):
-                raise TypeError(f"the C generator does not know integer constants: {node!r}")
-            self.const(sub.value, out, 1, checked)
+        if f.const is not None:
+            if not isinstance(f.const, bytes):
+                raise TypeError(f"the C generator does not know integer constants: {f!r}")
+            self.const(f.const, out, 1, checked)
             return
-        if isinstance(sub, Rebuild):
+        if f.derived:
             # a count the encoder recomputes: a C integer, not a dataclass field
-            if not isinstance(sub.subcon, FormatField):
-                raise TypeError(f"Rebuild of a non-integer: {node!r}")
-            self.int_local(sub.subcon, name, out, 1, scope, checked)
+            if f.fmt is None:
+                raise TypeError(f"Rebuild of a non-integer: {f!r}")
+            self.int_local(f.fmt, name, out, 1, scope, checked)
             return
         local = f"f_{name}"
-        if isinstance(sub, IfThenElse):
-            if sub.elsesubcon is not Pass:
-                raise TypeError(f"If with an else branch: {node!r}")
-            out(1, f"if ({self.cond(sub.condfunc, scope)}) {{")
-            self.value(sub.thensubcon, local, out, 2, scope, False, name)
+        if f.when is not None:
+            out(1, f"if ({self.cond(f, scope)}) {{")
+            self.value(f, local, out, 2, scope, False, name)
             out(1, "} else {")
             out(2, f"{local} = Py_None;")
             out(2, "Py_INCREF(Py_None);")
             out(1, "}")
         else:
-            self.value(sub, local, out, 1, scope, checked, name)
+            self.value(f, local, out, 1, scope, checked, name)
         scope.fields.append(name)
 
     def const(self, value: bytes, out: _Out, ind: int, checked: bool) -> None:
@@ -224,28 +209,28 @@ class _CGen:
             out(ind, f'if (memcmp(d + p, "{lit}", {n}) != 0) goto fail;')
         out(ind, f"p += {n};")
 
-    def int_local(self, ff: FormatField, name: str, out: _Out, ind: int, scope: _Scope,
+    def int_local(self, fmt: str, name: str, out: _Out, ind: int, scope: _Scope,
                   checked: bool) -> None:
-        fmt = _fmt(ff)
+        _check_fmt(fmt)
         if not checked:
             out(ind, f"if (n - p < {_size(fmt)}) goto fail;")
         out(ind, f"{{ const unsigned char *s = d + p; c_{name} = {_INTS[fmt][1]}; }}")
         out(ind, f"p += {_size(fmt)};")
         scope.ints[name] = fmt
 
-    def value(self, sub: Any, dst: str, out: _Out, ind: int, scope: _Scope, checked: bool,
+    def value(self, f: _ir.Field, dst: str, out: _Out, ind: int, scope: _Scope, checked: bool,
               name: str) -> None:
-        """Read one value of *sub* into the new reference *dst*."""
+        """Read one value of *f* into the new reference *dst*."""
         e = out
-        if isinstance(sub, FormatField):
-            fmt = _fmt(sub)
+        if f.fmt is not None:
+            fmt = _check_fmt(f.fmt)
             _, reader, maker = _INTS[fmt]
             if not checked:
                 e(ind, f"if (n - p < {_size(fmt)}) goto fail;")
             e(ind, f"{{ const unsigned char *s = d + p; {dst} = {maker.format(v=reader)}; }}")
             e(ind, f"if ({dst} == NULL) goto fail;")
             e(ind, f"p += {_size(fmt)};")
-        elif sub is P.String:
+        elif f.type == "String":
             e(ind, "{")
             e(ind + 1, "const unsigned char *z = memchr(d + p, 0, (size_t)(n - p));")
             e(ind + 1, "if (z == NULL) goto fail;")
@@ -253,17 +238,10 @@ class _CGen:
             e(ind + 1, f"if ({dst} == NULL) goto fail;")
             e(ind + 1, "p = (z - d) + 1;")
             e(ind, "}")
-        elif sub is P.Char or isinstance(sub, P.CharIn):
-            if not checked:
-                e(ind, "if (n - p < 1) goto fail;")
-            if isinstance(sub, P.CharIn):
-                e(ind, f"if (!({self.char_test(sub.valids)})) goto fail;")
-            e(ind, f"{dst} = PyUnicode_FromOrdinal(d[p]);")
-            e(ind, f"if ({dst} == NULL) goto fail;")
-            e(ind, "p += 1;")
-        elif isinstance(sub, Select) and self.is_optional_char(sub):
+        elif f.type == "Byte1" and f.optional:
             # Optional(CharIn(...)): the byte is taken only when it is one of the choices
-            e(ind, f"if (p < n && ({self.char_test(sub.subcons[0].valids)})) {{")
+            assert f.values is not None
+            e(ind, f"if (p < n && ({self.char_test(''.join(f.values))})) {{")
             e(ind + 1, f"{dst} = PyUnicode_FromOrdinal(d[p]);")
             e(ind + 1, f"if ({dst} == NULL) goto fail;")
             e(ind + 1, "p += 1;")
@@ -271,46 +249,50 @@ class _CGen:
             e(ind + 1, f"{dst} = Py_None;")
             e(ind + 1, "Py_INCREF(Py_None);")
             e(ind, "}")
-        elif sub is P.Bool8:
+        elif f.type == "Byte1":
+            if not checked:
+                e(ind, "if (n - p < 1) goto fail;")
+            if f.values is not None:
+                e(ind, f"if (!({self.char_test(''.join(f.values))})) goto fail;")
+            e(ind, f"{dst} = PyUnicode_FromOrdinal(d[p]);")
+            e(ind, f"if ({dst} == NULL) goto fail;")
+            e(ind, "p += 1;")
+        elif f.type == "Bool8":
             if not checked:
                 e(ind, "if (n - p < 1) goto fail;")
             e(ind, "if (d[p] > 1) goto fail;")
             e(ind, f"{dst} = PyBool_FromLong(d[p]);")
             e(ind, "p += 1;")
-        elif sub is P.Byten32:
+        elif f.type == "Byten32":
             e(ind, f"{dst} = read_byten32(d, n, &p);")
             e(ind, f"if ({dst} == NULL) goto fail;")
-        elif sub is P.RestBytes:
+        elif f.type == "RestBytes":
             e(ind, f"{dst} = PyBytes_FromStringAndSize((const char *)d + p, n - p);")
             e(ind, f"if ({dst} == NULL) goto fail;")
             e(ind, "p = n;")
-        elif self.is_tuple_data(sub):
-            fn = self.tuple_data_func(sub)
+        elif f.type == "TupleData":
+            fn = self.tuple_data_func(f.sub)
             e(ind, f"{dst} = {fn}(d, n, &p, binary_ok);")
             e(ind, f"if ({dst} == NULL) goto fail;")
-        elif self.is_prefixed_array(sub):
-            # PrefixedArray: FocusedSeq(count / Rebuild(int), items / Array(this.count))
-            count, items = sub.subcons
-            if repr(items.subcon.count) != f"this['{count.name}']":
-                raise TypeError(f"PrefixedArray count not understood: {items.subcon.count!r}")
-            local = f"{name}__{_ident(count.name)}"
-            self.int_local(count.subcon.subcon, local, out, ind, scope, checked=False)
-            self.array(items.subcon, local, dst, out, ind, scope)
-        elif isinstance(sub, Array):
-            m = re.fullmatch(r"this\['(\w+)'\]", repr(sub.count)) if callable(sub.count) else None
-            if m is None or m.group(1) not in scope.ints:
-                raise TypeError(f"array count not understood: {sub.count!r}")
-            self.array(sub, m.group(1), dst, out, ind, scope)
+        elif f.type == "Array" and f.count in _ir.TYPE_FMT:
+            # a count of its own (PrefixedArray), then the items
+            local = f"{name}__count"
+            self.int_local(_ir.TYPE_FMT[f.count], local, out, ind, scope, checked=False)
+            self.array(f.items, local, dst, out, ind, scope)
+        elif f.type == "Array":
+            if f.count not in scope.ints:
+                raise TypeError(f"array count not understood: {f.count!r}")
+            self.array(f.items, f.count, dst, out, ind, scope)
         else:
-            raise TypeError(f"the C generator does not know {sub!r}")
+            raise TypeError(f"the C generator does not know {f.type} (field {f.name})")
 
-    def array(self, arr: Array, count: str, dst: str, out: _Out, ind: int, scope: _Scope) -> None:
-        """*arr*'s items, as many as the C integer ``c_<count>``, into the tuple *dst*."""
+    def array(self, item: Any, count: str, dst: str, out: _Out, ind: int, scope: _Scope) -> None:
+        """Items (a nested layout or an integer type), as many as the C integer
+        ``c_<count>``, into the tuple *dst*."""
         e = out
-        item = arr.subcon
         self.counter += 1
         k = self.counter
-        minsize = self.min_size(item)
+        minsize = self.items_min_size(item)
         if minsize < 1:
             raise TypeError(f"cannot bound the count of items that may take no bytes: {item!r}")
         e(ind, "{")
@@ -325,12 +307,12 @@ class _CGen:
         e(ind + 1, f"if ({dst} == NULL) goto fail;")
         e(ind + 1, f"for (i{k} = 0; i{k} < cnt{k}; i{k}++) {{")
         e(ind + 2, "PyObject *v;")
-        if isinstance(item, Struct):
+        if isinstance(item, _ir.Layout):
             e(ind + 2, f"v = {self.item_func(item)}(d, n, &p, in_stream, abort_tail, binary_ok);")
             e(ind + 2, "if (v == NULL) goto fail;")
-        elif isinstance(item, FormatField):
+        elif isinstance(item, str) and item in _ir.TYPE_FMT:
             # fixed size: within the bytes the count check above has seen
-            fmt = _fmt(item)
+            fmt = _check_fmt(_ir.TYPE_FMT[item])
             _, reader, maker = _INTS[fmt]
             e(ind + 2, f"{{ const unsigned char *s = d + p; v = {maker.format(v=reader)}; }}")
             e(ind + 2, "if (v == NULL) goto fail;")
@@ -341,16 +323,13 @@ class _CGen:
         e(ind + 1, "}")
         e(ind, "}")
 
-    def cond(self, expr: Any, scope: _Scope) -> str:
-        """A construct ``this`` condition as C over the decoder's arguments and locals."""
-        text = repr(expr)
-        m = re.fullmatch(r"this\['_params'\]\['(\w+)'\]", text)
-        if m and m.group(1) in _PARAMS:
-            return m.group(1)
-        m = re.fullmatch(r"\(this\['(\w+)'\] (!=|==) None\)", text)
-        if m and m.group(1) in scope.fields:
-            return f"f_{m.group(1)} {m.group(2)} Py_None"
-        raise TypeError(f"the C generator does not know the condition {text}")
+    def cond(self, f: _ir.Field, scope: _Scope) -> str:
+        """A field's presence condition as C over the decoder's arguments and locals."""
+        if not f.when_field and f.when in _PARAMS:
+            return str(f.when)
+        if f.when_field and f.when in scope.fields:
+            return f"f_{f.when} != Py_None"
+        raise TypeError(f"the C generator does not know the condition of {f.name}: {f.when}")
 
     @staticmethod
     def char_test(valids: str) -> str:
@@ -358,49 +337,25 @@ class _CGen:
             raise TypeError(f"CharIn choices must be printable ASCII: {valids!r}")
         return " || ".join(f"d[p] == {ord(c)} /* {c} */" for c in valids)
 
-    @staticmethod
-    def is_prefixed_array(sub: Any) -> bool:
-        return (
-            isinstance(sub, FocusedSeq)
-            and len(sub.subcons) == 2
-            and isinstance(sub.subcons[0].subcon, Rebuild)
-            and isinstance(sub.subcons[0].subcon.subcon, FormatField)
-            and isinstance(sub.subcons[1].subcon, Array)
-        )
-
-    @staticmethod
-    def is_tuple_data(sub: Any) -> bool:
-        from .pgoutput.grammar import TupleData
-
-        return sub is TupleData
-
-    @staticmethod
-    def unwrap_tuple_data(sub: Any) -> Any:
-        """The PrefixedArray of a TupleData (or a PrefixedArray itself)."""
-        return sub.subcon if not isinstance(sub, FocusedSeq) else sub
-
-    @staticmethod
-    def is_optional_char(sub: Select) -> bool:
-        return len(sub.subcons) == 2 and isinstance(sub.subcons[0], P.CharIn) and sub.subcons[1] is Pass
-
     # -- functions -------------------------------------------------------------------------
-    def item_func(self, st: Struct) -> str:
+    def item_func(self, layout: _ir.Layout) -> str:
         """The C function that decodes one nested struct into its dataclass."""
+        st = layout.struct
         if id(st) not in self.item_funcs:
             if id(st) not in self.nested:
                 raise TypeError(f"nested struct without a dataclass: {st!r}")
             cls = _ident(self.nested[id(st)])
             self.item_funcs[id(st)] = f"item_{cls}"
-            self.helpers.append(self.function(f"item_{cls}", cls, st, top=False))
+            self.helpers.append(self.function(f"item_{cls}", cls, layout, top=False))
         return self.item_funcs[id(st)]
 
-    def function(self, fn: str, cls: str, st: Struct, top: bool) -> str:
-        """A C function decoding *st* into an instance of the dataclass *cls*."""
+    def function(self, fn: str, cls: str, layout: _ir.Layout, top: bool) -> str:
+        """A C function decoding *layout* into an instance of the dataclass *cls*."""
         body = _Out()
         scope = _Scope()
-        if top and not (isinstance(st.subcons[0].subcon, Const) and st.subcons[0].name == "tag"):
+        if top and layout.tag is None:
             raise TypeError(f"{cls}: a message layout starts with its tag")
-        self.struct_body(st, body, scope, top)
+        self.struct_body(layout, body, scope, top)
         if self.classes.setdefault(cls, scope.fields) != scope.fields:
             raise TypeError(f"{cls} decoded with two different field lists")
         out = _Out()
@@ -442,8 +397,8 @@ class _CGen:
         the Python codec knows ('n' None, 'u' UNCHANGED, 't' text, 'b' bytes if allowed)."""
         if self.tuple_data is not None:
             return self.tuple_data
-        seq = self.unwrap_tuple_data(sub)
-        if not self.is_prefixed_array(seq):
+        seq = sub.subcon if not isinstance(sub, FocusedSeq) else sub  # inside TupleValues
+        if not _ir.is_prefixed_array(seq):
             raise TypeError(f"TupleData not understood: {sub!r}")
         count_fmt = _fmt(seq.subcons[0].subcon.subcon)
         column = seq.subcons[1].subcon.subcon
@@ -454,7 +409,7 @@ class _CGen:
                 and getattr(sw.cases["t"], "subcon", None) is P.Byten32):
             raise TypeError(f"TupleColumn not understood: {column!r}")
         ctype, reader, _ = _INTS[count_fmt]
-        minsize = self.min_size(column)
+        minsize = 1  # every column takes its kind byte; 'n' and 'u' take nothing more
         out = _Out()
         out(0, "/* TupleData: a count, then per column Byte1 kind n (NULL), u (unchanged TOASTed")
         out(0, "   value), t (text) or b (binary, only when binary_ok), t and b with Int32 length")
@@ -680,7 +635,8 @@ def generate_c(layouts: dict[str, Struct], nested: dict[int, str], origin: str) 
     the dataclass of each nested struct layout (by ``id``). *origin* is named in the
     header."""
     gen = _CGen(nested)
-    functions = [gen.function(f"dec_{_ident(name)}", name, lay, top=True) for name, lay in layouts.items()]
+    functions = [gen.function(f"dec_{_ident(name)}", name, _ir.lower(name, lay), top=True)
+                 for name, lay in layouts.items()]
     out = _Out()
     out(0, "/* The dataclasses the decoders fill, and the slots of each in the order read. */")
     for cls, fields in gen.classes.items():
@@ -755,24 +711,13 @@ def generate_c(layouts: dict[str, Struct], nested: dict[int, str], origin: str) 
     digest = hashlib.sha256(body.encode()).hexdigest()
     header = (
         f"/* GENERATED by pgwire_spec/_cgen.py from {origin}: do not edit.\n"
-        " * Regenerate with `python -m pgwire_spec._cgen` (check with --check), then rebuild\n"
-        " * the extension with `pip install -e . --no-deps`.\n"
+        " * Regenerate with `python -m pgwire_spec.pgoutput._cbuild` (check with --check),\n"
+        " * then rebuild the extension with `pip install -e . --no-deps`.\n"
         f" * SOURCE_DIGEST (sha256 of everything after this comment): {digest}\n"
         " */\n"
         f'#define SOURCE_DIGEST "{digest}"\n'
     )
     return header + body
-
-
-def pgoutput_source() -> str:
-    """The C source generated from the pgoutput grammar today."""
-    from .pgoutput import grammar, messages
-
-    missing = set(grammar.LAYOUTS) - set(messages.MESSAGE_TYPES)
-    if missing:
-        raise TypeError(f"layouts without a message class: {sorted(missing)}")
-    nested = {id(grammar.NESTED[name]): name for name in grammar.NESTED}
-    return generate_c(grammar.LAYOUTS, nested, "pgwire_spec/pgoutput/grammar.py")
 
 
 def source_digest(source: str) -> str:
@@ -781,26 +726,3 @@ def source_digest(source: str) -> str:
     if m is None:
         raise ValueError("not a generated source")
     return m.group(1)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m pgwire_spec._cgen", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the committed source is out of date")
-    args = ap.parse_args(argv)
-    source = pgoutput_source()
-    current = SOURCE_PATH.read_text() if SOURCE_PATH.exists() else ""
-    if args.check:
-        if current != source:
-            print(f"{SOURCE_PATH} is out of date: run python -m pgwire_spec._cgen", file=sys.stderr)
-            return 1
-        return 0
-    if current != source:
-        SOURCE_PATH.write_text(source)
-        print(f"wrote {SOURCE_PATH}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

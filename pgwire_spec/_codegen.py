@@ -17,9 +17,9 @@ Three functions are generated per layout:
     the message object to bytes; the xid prefix and other optional fields are written
     exactly when they are not None.
 
-The generator knows the grammar's primitives by identity (:mod:`pgwire_spec._primitives`)
-and construct's composite nodes by class; a node it does not know is a programming error
-reported at import time.
+The generator reads each layout through the grammar's intermediate form
+(:mod:`pgwire_spec._ir`), which knows the primitives by identity and construct's composite
+nodes by class; a node it does not know is a programming error reported at import time.
 """
 
 from __future__ import annotations
@@ -30,21 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from construct import (
-    Array,
-    Bytes,
-    Const,
-    FocusedSeq,
-    FormatField,
-    IfThenElse,
-    Pass,
-    Rebuild,
-    Renamed,
-    Select,
-    Sequence,
-    Struct,
-)
+from construct import Struct
 
+from . import _ir
 from . import _primitives as P
 from .errors import DecodeError, EncodeError
 
@@ -86,43 +74,27 @@ class Codec:
     fields: list[str] = field(default_factory=list)
 
 
-_FMT_NAMES = {
-    "B": "Int8",
-    "b": "Int8",
-    "H": "UInt16",
-    "h": "Int16",
-    "I": "UInt32",
-    "i": "Int32",
-    "L": "UInt32",
-    "l": "Int32",
-    "Q": "UInt64",
-    "q": "Int64",
-}
+_FMT_NAMES = _ir.FMT_NAMES
+_BYTEN = re.compile(r"Byte(?!1$)\d+")
+_fmt = _ir.fmt
+_size = _ir.size
 
 
-def _fmt(node: FormatField) -> str:
-    fmt = node.fmtstr
-    if fmt[0] not in "<>=!":
-        raise TypeError(f"format without byte order: {fmt!r}")
-    if fmt[0] != ">":
-        raise TypeError(f"only big-endian formats are used by the protocol, got {fmt!r}")
-    return str(fmt[1:])
+def _cond(f: _ir.Field) -> str:
+    """A field's presence condition as Python over the generated locals."""
+    if f.when_field:
+        return f"(f_{f.when} is not None)"
+    return str(f.when)
 
 
-def _size(fmt: str) -> int:
-    return struct.calcsize(">" + fmt)
+def _derived(f: _ir.Field, names: set[str], obj: str) -> str:
+    """A recomputed count's expression over the fields of *obj* (``len(m.relation_ids)``)."""
+    return re.sub(r"\b(\w+)\b", lambda m: f"{obj}.{m[1]}" if m[1] in names else m[1], str(f.derived))
 
 
-def _cond(expr: Any) -> str:
-    """A construct ``this`` expression as Python over the generated locals."""
-    text = repr(expr)
-    text = re.sub(r"this\['_params'\]\['(\w+)'\]", r"\1", text)
-    text = re.sub(r"this\['(\w+)'\]", r"f_\1", text)
-    text = text.replace("!= None", "is not None").replace("== None", "is None")
-    text = text.replace("len_(", "len(")
-    if "this" in text:
-        raise TypeError(f"unsupported construct expression: {expr!r}")
-    return text
+def _plain_int(f: _ir.Field) -> bool:
+    """An integer field read and written as it is (no constant, condition or rebuild)."""
+    return f.fmt is not None and f.const is None and not f.derived and f.when is None
 
 
 class _Gen:
@@ -158,13 +130,13 @@ class _Gen:
 
     # -- decode --------------------------------------------------------------------------
     def dec_struct(
-        self, st: Struct, indent: int, path: str, out: list[str], scope: str = "f_"
+        self, layout: _ir.Layout, indent: int, path: str, out: list[str], scope: str = "f_"
     ) -> None:
-        """Emit the fields of *st*; append the names of dataclass fields to *out*.
+        """Emit the fields of *layout*; append the names of dataclass fields to *out*.
 
         Field ``x`` is read into the local ``{scope}x``; nested structs get their own scope.
         """
-        subs = list(st.subcons)
+        subs = layout.all_fields
         i = 0
         while i < len(subs):
             # Runs of plain integers and one-byte constants are read with one struct call
@@ -174,38 +146,37 @@ class _Gen:
             while j < len(subs) and not self.trace and self._mergeable(subs[j], j):
                 run.append(subs[j])
                 j += 1
-            if run and (len(run) > 1 or isinstance(run[0].subcon, FormatField)):
+            if run and (len(run) > 1 or run[0].const is None):
                 self.dec_run(run, subs[j] if j < len(subs) else None, indent, scope, out)
                 i = j
                 continue
             self.dec_field(subs[i], indent, path, out, scope)
             i += 1
 
-    def _mergeable(self, node: Any, position: int) -> bool:
-        if not isinstance(node, Renamed):
-            return False
-        sub = node.subcon
-        if isinstance(sub, FormatField):
+    @staticmethod
+    def _mergeable(f: _ir.Field, position: int) -> bool:
+        if _plain_int(f):
             return True
         # the tag (position 0) is skipped by the dispatcher, not merged
-        return isinstance(sub, Const) and isinstance(sub.value, bytes) and len(sub.value) == 1 and position > 0
+        return isinstance(f.const, bytes) and len(f.const) == 1 and position > 0
 
-    def dec_run(self, run: list[Any], following: Any, indent: int, scope: str, out: list[str]) -> None:
+    def dec_run(self, run: list[_ir.Field], following: _ir.Field | None, indent: int, scope: str,
+                out: list[str]) -> None:
         fmt = ""
         names = []
         checks = []
-        for k, node in enumerate(run):
-            sub = node.subcon
-            if isinstance(sub, Const):
+        for k, f in enumerate(run):
+            if isinstance(f.const, bytes):
                 fmt += "B"
                 names.append(f"c{k}")
-                checks.append((f"c{k}", sub.value))
+                checks.append((f"c{k}", f.const))
             else:
-                fmt += _fmt(sub)
-                names.append(f"{scope}{node.name}")
-                out.append(node.name)
+                assert f.fmt is not None
+                fmt += f.fmt
+                names.append(f"{scope}{f.name}")
+                out.append(f.name)
         self.pending_count = False
-        if isinstance(following, Renamed) and self._is_tuple_data(following.subcon):
+        if following is not None and following.type == "TupleData" and following.when is None:
             fmt += "H"
             names.append("cnt")
             self.pending_count = True
@@ -217,32 +188,28 @@ class _Gen:
         self.emit(indent, f"p += {_size(fmt)}")
 
     def dec_field(
-        self, node: Any, indent: int, path: str, out: list[str], scope: str = "f_"
+        self, f: _ir.Field, indent: int, path: str, out: list[str], scope: str = "f_"
     ) -> None:
-        if not isinstance(node, Renamed):
-            raise TypeError(f"unnamed field in layout: {node!r}")
-        name, sub = node.name, node.subcon
+        name = f.name
         fpath = f"{path} + '.{name}'" if path else repr(name)
         local = f"{scope}{name}"
-        if isinstance(sub, Const):
-            if isinstance(sub.value, bytes):
-                self.dec_const(sub.value, indent, fpath)
+        if f.const is not None:
+            if isinstance(f.const, bytes):
+                self.dec_const(f.const, indent, fpath)
             else:
-                self.dec_const_value(sub, indent, fpath)
+                self.dec_const_value(f, indent, fpath)
             return
-        if isinstance(sub, Rebuild):
-            self.dec_value(sub.subcon, local, indent, fpath)
+        if f.derived:
+            self.dec_value(f, local, indent, fpath)
             return
-        if isinstance(sub, IfThenElse):
-            if sub.elsesubcon is not Pass:
-                raise TypeError(f"If with an else branch: {node!r}")
-            self.emit(indent, f"if {_cond(sub.condfunc)}:")
-            self.dec_value(sub.thensubcon, local, indent + 1, fpath)
+        if f.when is not None:
+            self.emit(indent, f"if {_cond(f)}:")
+            self.dec_value(f, local, indent + 1, fpath)
             self.emit(indent, "else:")
             self.emit(indent + 1, f"{local} = None")
             out.append(name)
             return
-        self.dec_value(sub, local, indent, fpath)
+        self.dec_value(f, local, indent, fpath)
         out.append(name)
 
     def dec_const(self, value: bytes, indent: int, fpath: str) -> None:
@@ -265,24 +232,26 @@ class _Gen:
         )
         self.emit(indent, f"p += {n}")
 
-    def dec_const_value(self, sub: Const, indent: int, fpath: str) -> None:
+    def dec_const_value(self, f: _ir.Field, indent: int, fpath: str) -> None:
         """A constant integer: ``Const(80877103, Int32)``, an authentication request code."""
-        fmt = _fmt(sub.subcon)
-        label = f"{_FMT_NAMES[fmt]}({sub.value})"
+        assert f.fmt is not None
+        fmt = f.fmt
+        label = f"{_FMT_NAMES[fmt]}({f.const})"
         self.tr(indent, fpath, label)
         self.emit(indent, f"v, = {self.struct_obj(fmt)}.unpack_from(data, p)")
-        self.emit(indent, f"if v != {sub.value!r}:")
+        self.emit(indent, f"if v != {f.const!r}:")
         self.emit(indent + 1, f"raise Fail('unexpected-value', {label!r}, str(v))")
         self.emit(indent, f"p += {_size(fmt)}")
 
-    def dec_value(self, sub: Any, local: str, indent: int, fpath: str) -> None:
+    def dec_value(self, f: _ir.Field, local: str, indent: int, fpath: str) -> None:
         e = self.emit
-        if isinstance(sub, FormatField):
-            fmt = _fmt(sub)
+        t = f.type
+        if f.fmt is not None:
+            fmt = f.fmt
             self.tr(indent, fpath, f"{_FMT_NAMES[fmt]} ({_size(fmt)} bytes)")
             e(indent, f"{local}, = {self.struct_obj(fmt)}.unpack_from(data, p)")
             e(indent, f"p += {_size(fmt)}")
-        elif sub is P.String:
+        elif t == "String":
             self.tr(indent, fpath, "String (NUL-terminated)")
             e(indent, "q = data.find(0, p)")
             e(indent, "if q < 0:")
@@ -291,23 +260,23 @@ class _Gen:
             codec = "'utf-8', 'surrogateescape'" if self.trace else ""
             e(indent, f"{local} = data[p:q].decode({codec})")
             e(indent, "p = q + 1")
-        elif sub is P.Char:
+        elif t == "Byte1" and f.values is None:
             self.tr(indent, fpath, "Byte1")
             e(indent, f"{local} = chr(data[p])")
             e(indent, "p += 1")
-        elif sub is P.Bool8:
+        elif t == "Bool8":
             self.tr(indent, fpath, "Int8 0 or 1")
             e(indent, "v = data[p]")
             e(indent, "if v > 1:")
             e(indent + 1, "raise Fail('invalid-value', '0 or 1', str(v))")
             e(indent, f"{local} = v == 1")
             e(indent, "p += 1")
-        elif sub is P.Byten32:
+        elif t == "Byten32":
             self.dec_byten(local, indent, fpath, text=False)
-        elif sub is P.RestBytes:
+        elif t == "RestBytes":
             e(indent, f"{local} = data[p:]")
             e(indent, "p = len(data)")
-        elif sub is P.StringBytes:
+        elif t == "StringBytes":
             self.tr(indent, fpath, "String (NUL-terminated)")
             e(indent, "q = data.find(0, p)")
             e(indent, "if q < 0:")
@@ -315,7 +284,7 @@ class _Gen:
                           "f'{len(data) - p} bytes with no NUL')")
             e(indent, f"{local} = data[p:q]")
             e(indent, "p = q + 1")
-        elif sub is P.NullableByten32:
+        elif t == "NullableByten32":
             self.tr(indent, fpath + " + '.length'", "Int32 length, or -1 for NULL")
             e(indent, "ln, = _I32.unpack_from(data, p)")
             e(indent, "p += 4")
@@ -327,19 +296,20 @@ class _Gen:
                           "f'-1 or a length from 0 to {len(data) - p}', str(ln))")
             e(indent + 1, f"{local} = data[p:p + ln]")
             e(indent + 1, "p += ln")
-        elif isinstance(sub, Bytes) and isinstance(sub.length, int):
-            n = sub.length
+        elif _BYTEN.fullmatch(t):
+            n = int(t[4:])
             self.tr(indent, fpath, f"Byte{n}")
             e(indent, f"{local} = data[p:p + {n}]")
             e(indent, f"if len({local}) != {n}:")
             e(indent + 1, f"raise Fail('truncated', 'Byte{n}', f'{{len(data) - p}} byte(s) left')")
             e(indent, f"p += {n}")
-        elif isinstance(sub, P.TerminatedList):
-            self.dec_terminated(sub, local, indent, fpath)
-        elif self._is_tuple_data(sub):
+        elif t == "List":
+            self.dec_terminated(f, local, indent, fpath)
+        elif t == "TupleData":
             self.dec_tuple(local, indent, fpath)
-        elif isinstance(sub, Select) and self._is_optional_char(sub):
-            choices = list(sub.subcons[0].valids)
+        elif t == "Byte1" and f.optional:
+            assert f.values is not None
+            choices = list(f.values)
             codes = tuple(ord(c) for c in choices)
             self.tr(indent, fpath, f"optional Byte1 in {choices}")
             e(indent, f"if p < len(data) and data[p] in {codes!r}:")
@@ -347,45 +317,22 @@ class _Gen:
             e(indent + 1, "p += 1")
             e(indent, "else:")
             e(indent + 1, f"{local} = None")
-        elif isinstance(sub, P.CharIn):
-            choices = list(sub.valids)
+        elif t == "Byte1":
+            assert f.values is not None
+            choices = list(f.values)
             self.tr(indent, fpath, f"Byte1 in {choices}")
             e(indent, f"{local} = chr(data[p])")
             e(indent, f"if {local} not in {tuple(choices)!r}:")
             e(indent + 1, f"raise Fail('unexpected-byte', 'one of {''.join(choices)}', repr({local}))")
             e(indent, "p += 1")
-        elif isinstance(sub, Array):
-            self.dec_array(sub, local, indent, fpath)
-        elif self._is_prefixed_array(sub):
-            count, items = sub.subcons
-            self.dec_value(count.subcon.subcon, "f_count", indent, fpath + " + '.count'")
-            # the Array's count expression is this['count'], read into f_count just above
-            self.dec_array(items.subcon, local, indent, fpath)
+        elif t == "Array" and f.count in _ir.TYPE_FMT:
+            # a count of its own (PrefixedArray), read into f_count, then the items
+            self.dec_value(_ir.item_field(f.count), "f_count", indent, fpath + " + '.count'")
+            self.dec_array(f, "f_count", local, indent, fpath)
+        elif t == "Array":
+            self.dec_array(f, f"f_{f.count}", local, indent, fpath)
         else:
-            raise TypeError(f"the code generator does not know {sub!r}")
-
-    @staticmethod
-    def _is_prefixed_array(sub: Any) -> bool:
-        """construct's PrefixedArray: FocusedSeq(count / Rebuild(int), items / Array(this.count))."""
-        return (
-            isinstance(sub, FocusedSeq)
-            and len(sub.subcons) == 2
-            and isinstance(sub.subcons[0].subcon, Rebuild)
-            and isinstance(sub.subcons[0].subcon.subcon, FormatField)
-            and isinstance(sub.subcons[1].subcon, Array)
-        )
-
-    def _is_tuple_data(self, sub: Any) -> bool:
-        from .pgoutput.grammar import TupleData
-
-        return sub is TupleData
-
-    def _is_optional_char(self, sub: Select) -> bool:
-        return (
-            len(sub.subcons) == 2
-            and isinstance(sub.subcons[0], P.CharIn)
-            and sub.subcons[1] is Pass
-        )
+            raise TypeError(f"the code generator does not know {t} (field {f.name})")
 
     def dec_byten(self, local: str, indent: int, fpath: str, *, text: bool) -> None:
         e = self.emit
@@ -448,48 +395,39 @@ class _Gen:
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = tuple(vals)")
 
-    def dec_array(self, sub: Array, local: str, indent: int, fpath: str) -> None:
+    def dec_array(self, f: _ir.Field, cexpr: str, local: str, indent: int, fpath: str) -> None:
         e = self.emit
-        count = sub.count
-        if isinstance(count, int):
-            cexpr = str(count)
-        elif callable(count) and not isinstance(count, FormatField):
-            # PrefixedArray is FocusedSeq(count / lengthfield, items / Array(this.count))
-            cexpr = _cond(count)
-        else:
-            raise TypeError(f"array count not understood: {count!r}")
-        item = sub.subcon
         tag = self.counter = self.counter + 1
         arr = f"a{tag}"
         e(indent, f"{arr} = []")
         e(indent, f"for i{tag} in range({cexpr}):")
         ipath = fpath + f" + f'[{{i{tag}}}]'"
-        self.dec_item(item, indent + 1, ipath, arr, tag)
+        self.dec_item(f.items, indent + 1, ipath, arr, tag)
         e(indent, f"{local} = tuple({arr})")
 
     def dec_item(self, item: Any, indent: int, ipath: str, arr: str, tag: int) -> None:
-        """One item of an array or list, appended to *arr*: a nested Struct becomes its
+        """One item of an array or list, appended to *arr*: a nested layout becomes its
         dataclass, a Sequence a tuple, anything else its plain value."""
         e = self.emit
-        if isinstance(item, Struct):
-            cls = self.nested[id(item)]
+        if isinstance(item, _ir.Layout):
+            cls = self.nested[id(item.struct)]
             names: list[str] = []
             scope = f"g{tag}_"
             self.dec_struct(item, indent, ipath, names, scope)
             args = ", ".join(f"{scope}{n}" for n in names)
             e(indent, f"{arr}.append({self.const('_C_', cls)}({args}))")
-        elif isinstance(item, Sequence):
+        elif isinstance(item, tuple):
             parts = []
-            for k, sub in enumerate(item.subcons):
+            for k, sub in enumerate(item):
                 part = f"s{tag}_{k}"
-                self.dec_value(sub, part, indent, ipath + f" + '[{k}]'")
+                self.dec_value(_ir.item_field(sub), part, indent, ipath + f" + '[{k}]'")
                 parts.append(part)
             e(indent, f"{arr}.append(({', '.join(parts)},))")
         else:
-            self.dec_value(item, "v", indent, ipath)
+            self.dec_value(_ir.item_field(item), "v", indent, ipath)
             e(indent, f"{arr}.append(v)")
 
-    def dec_terminated(self, sub: Any, local: str, indent: int, fpath: str) -> None:
+    def dec_terminated(self, f: _ir.Field, local: str, indent: int, fpath: str) -> None:
         """TerminatedList: items until a zero byte where the next item would start."""
         e = self.emit
         tag = self.counter = self.counter + 1
@@ -502,125 +440,111 @@ class _Gen:
         e(indent + 1, "if data[p] == 0:")
         e(indent + 2, "p += 1")
         e(indent + 2, "break")
-        self.dec_item(sub.subcon, indent + 1, ipath, arr, tag)
+        self.dec_item(f.items, indent + 1, ipath, arr, tag)
         e(indent + 1, f"i{tag} += 1")
         e(indent, f"{local} = tuple({arr})")
 
     # -- encode --------------------------------------------------------------------------
-    def enc_struct(self, st: Struct, indent: int, obj: str) -> None:
-        subs = list(st.subcons)
+    def enc_struct(self, layout: _ir.Layout, indent: int, obj: str) -> None:
+        subs = layout.all_fields
+        names = {f.name for f in subs}
         i = 0
         while i < len(subs):
-            node = subs[i]
-            if isinstance(node, Renamed) and isinstance(node.subcon, FormatField):
+            if _plain_int(subs[i]):
                 run = []
-                while (
-                    i < len(subs)
-                    and isinstance(subs[i], Renamed)
-                    and isinstance(subs[i].subcon, FormatField)
-                ):
+                while i < len(subs) and _plain_int(subs[i]):
                     run.append(subs[i])
                     i += 1
-                fmt = "".join(_fmt(r.subcon) for r in run)
+                fmt = "".join(str(r.fmt) for r in run)
                 args = ", ".join(f"{obj}.{r.name}" for r in run)
                 self.emit(indent, f"out.append({self.struct_obj(fmt)}.pack({args}))")
                 continue
-            self.enc_field(node, indent, obj)
+            self.enc_field(subs[i], indent, obj, names)
             i += 1
 
-    def enc_field(self, node: Renamed, indent: int, obj: str) -> None:
-        name, sub = node.name, node.subcon
+    def enc_field(self, f: _ir.Field, indent: int, obj: str, names: set[str]) -> None:
+        name = f.name
         value = f"{obj}.{name}"
-        if isinstance(sub, Const):
-            raw = sub.value if isinstance(sub.value, bytes) else sub.subcon.build(sub.value)
+        if f.const is not None:
+            raw = f.const if isinstance(f.const, bytes) else struct.pack(">" + str(f.fmt), f.const)
             self.emit(indent, f"out.append({raw!r})")
-        elif isinstance(sub, Rebuild):
-            target = _cond(sub.func).replace("f_", f"{obj}.")
-            self.emit(indent, f"out.append({self.struct_obj(_fmt(sub.subcon))}.pack({target}))")
-        elif isinstance(sub, IfThenElse):
-            cond = _cond(sub.condfunc)
-            if cond.startswith("f_"):
-                # Present exactly when the field it depends on is present.
-                dep = cond.replace("f_", f"{obj}.")
-                self.emit(indent, f"if ({dep}) != ({value} is not None):")
-                self.emit(indent + 1, f"raise EncodeError('{name} must be given exactly when "
-                                      f"{cond[2:]} is')")
+        elif f.derived:
+            self.emit(indent, f"out.append({self.struct_obj(str(f.fmt))}.pack({_derived(f, names, obj)}))")
+        elif f.when is not None:
             self.emit(indent, f"if {value} is not None:")
-            self.enc_value(sub.thensubcon, value, indent + 1)
+            self.enc_value(f, value, indent + 1)
         else:
-            self.enc_value(sub, value, indent)
+            self.enc_value(f, value, indent)
 
-    def enc_value(self, sub: Any, value: str, indent: int) -> None:
+    def enc_value(self, f: _ir.Field, value: str, indent: int) -> None:
         e = self.emit
-        if isinstance(sub, FormatField):
-            e(indent, f"out.append({self.struct_obj(_fmt(sub))}.pack({value}))")
-        elif sub is P.String:
+        t = f.type
+        if f.fmt is not None:
+            e(indent, f"out.append({self.struct_obj(f.fmt)}.pack({value}))")
+        elif t == "String":
             e(indent, f"out.append(_str(({value})))")
-        elif sub is P.Char or (isinstance(sub, P.CharIn)):
-            e(indent, f"out.append(_char({value}))")
-        elif isinstance(sub, Select) and self._is_optional_char(sub):
+        elif t == "Byte1" and f.optional:
             e(indent, f"if {value} is not None:")
             e(indent + 1, f"out.append(_char({value}))")
-        elif sub is P.Bool8:
+        elif t == "Byte1":
+            e(indent, f"out.append(_char({value}))")
+        elif t == "Bool8":
             e(indent, f"out.append(b'\\x01' if {value} else b'\\x00')")
-        elif sub is P.Byten32:
+        elif t == "Byten32":
             e(indent, f"v = bytes({value})")
             e(indent, "out.append(_I32.pack(len(v)))")
             e(indent, "out.append(v)")
-        elif sub is P.RestBytes:
+        elif t == "RestBytes":
             e(indent, f"out.append(bytes({value}))")
-        elif sub is P.StringBytes:
+        elif t == "StringBytes":
             e(indent, f"out.append(_strb({value}))")
-        elif sub is P.NullableByten32:
+        elif t == "NullableByten32":
             e(indent, f"if {value} is None:")
             e(indent + 1, "out.append(b'\\xff\\xff\\xff\\xff')")
             e(indent, "else:")
             e(indent + 1, f"v = bytes({value})")
             e(indent + 1, "out.append(_I32.pack(len(v)))")
             e(indent + 1, "out.append(v)")
-        elif isinstance(sub, Bytes) and isinstance(sub.length, int):
-            n = sub.length
+        elif _BYTEN.fullmatch(t):
+            n = int(t[4:])
             e(indent, f"v = bytes({value})")
             e(indent, f"if len(v) != {n}:")
             e(indent + 1, f"raise EncodeError(f'expected {n} bytes, found {{len(v)}}')")
             e(indent, "out.append(v)")
-        elif isinstance(sub, P.TerminatedList):
+        elif t == "List":
             tag = self.counter = self.counter + 1
             e(indent, f"for x{tag} in {value}:")
             e(indent + 1, f"n{tag} = len(out)")
-            self.enc_item(sub.subcon, f"x{tag}", indent + 1)
+            self.enc_item(f.items, f"x{tag}", indent + 1)
             e(indent + 1, f"if b''.join(out[n{tag}:])[:1] in (b'', b'\\x00'):")
             e(indent + 2, "raise EncodeError(f'an item of a zero-terminated list cannot be "
                           f"empty or start with a zero byte: {{x{tag}!r}}')")
             e(indent, "out.append(b'\\x00')")
-        elif self._is_tuple_data(sub):
+        elif t == "TupleData":
             e(indent, f"_tuple(out, {value})")
-        elif self._is_prefixed_array(sub):
-            count, items = sub.subcons
-            e(indent, f"out.append({self.struct_obj(_fmt(count.subcon.subcon))}.pack(len({value})))")
-            self.enc_value(items.subcon, value, indent)
-        elif isinstance(sub, Array):
-            item = sub.subcon
+        elif t == "Array":
+            if f.count in _ir.TYPE_FMT:
+                e(indent, f"out.append({self.struct_obj(_ir.TYPE_FMT[f.count])}.pack(len({value})))")
             tag = self.counter = self.counter + 1
             e(indent, f"for x{tag} in {value}:")
-            self.enc_item(item, f"x{tag}", indent + 1)
+            self.enc_item(f.items, f"x{tag}", indent + 1)
         else:
-            raise TypeError(f"the code generator does not know {sub!r}")
+            raise TypeError(f"the code generator does not know {t} (field {f.name})")
 
     def enc_item(self, item: Any, x: str, indent: int) -> None:
-        """One item of an array or list: a nested Struct from its dataclass, a Sequence from
+        """One item of an array or list: a nested layout from its dataclass, a Sequence from
         a tuple of that many values, anything else as a plain value."""
-        if isinstance(item, Struct):
+        if isinstance(item, _ir.Layout):
             self.enc_struct(item, indent, x)
-        elif isinstance(item, Sequence):
-            n = len(item.subcons)
+        elif isinstance(item, tuple):
+            n = len(item)
             self.emit(indent, f"if len({x}) != {n}:")
             self.emit(indent + 1, f"raise EncodeError(f'expected {n} values in each item, "
                                   f"found {{len({x})}}: {{{x}!r}}')")
-            for k, sub in enumerate(item.subcons):
-                self.enc_value(sub, f"{x}[{k}]", indent)
+            for k, sub in enumerate(item):
+                self.enc_value(_ir.item_field(sub), f"{x}[{k}]", indent)
         else:
-            self.enc_value(item, x, indent)
+            self.enc_value(_ir.item_field(item), x, indent)
 
 
 def _found(data: bytes, p: int, n: int) -> str:
@@ -699,6 +623,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "_new": object.__new__,
     }
     consts: dict[str, Any] = {}
+    lowered = _ir.lower(name, layout)
     sources = []
     fields: list[str] = []
     for trace in (False, True):
@@ -710,7 +635,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         g.emit(1, "p = 0")
         g.emit(1, "i32 = _I32_unpack")
         names: list[str] = []
-        g.dec_struct(layout, 1, "", names)
+        g.dec_struct(lowered, 1, "", names)
         g.emit(1, "if p != len(data):")
         if trace:
             g.emit(2, "tr('', p, 'end of message')")
@@ -729,7 +654,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
     g = _Gen(nested, consts)
     g.emit(0, "def encode(m):")
     g.emit(1, "out = []")
-    g.enc_struct(layout, 1, "m")
+    g.enc_struct(lowered, 1, "m")
     g.emit(1, "return b''.join(out)")
     sources.append("\n".join(g.lines))
     ns.update(consts)
@@ -839,6 +764,15 @@ class Family:
             pass
         return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
 
+    def explain(
+        self, data: bytes, in_stream: bool = False, abort_tail: bool = False, binary_ok: bool = True
+    ) -> Any:
+        """After a fast decoder failed on *data*: the tracing pass alone, which returns the
+        message (text that is not UTF-8) or raises the precise DecodeError."""
+        if not data or data[0] not in self.by_tag:
+            return self.decode(data)  # raises: empty, or an unknown tag
+        return decode_traced(self.by_tag[data[0]], data, in_stream, abort_tail, binary_ok)
+
     def encode(self, message: Any) -> bytes:
         """Encode a message object of this family."""
         try:
@@ -856,19 +790,15 @@ class Family:
 
     def _field_hint(self, message: Any, exc: BaseException) -> str:
         """Name the field whose value does not fit its wire type."""
-        layout = self.layouts[type(message).__name__]
-        for sub in layout.subcons:
-            name = sub.name
-            if name is None or not hasattr(message, name):
+        name = type(message).__name__
+        for f in _ir.lower(name, self.layouts[name]).all_fields:
+            if not hasattr(message, f.name):
                 continue
-            value = getattr(message, name)
-            target = sub.subcon
-            if isinstance(target, IfThenElse):
-                target = target.thensubcon
-            if value is None or not isinstance(target, FormatField):
+            value = getattr(message, f.name)
+            if value is None or f.fmt is None or f.const is not None or f.derived:
                 continue
             try:
-                struct.pack(target.fmtstr, value)
+                struct.pack(">" + f.fmt, value)
             except (struct.error, TypeError) as bad:
-                return f"field {name}={value!r} does not fit {_FMT_NAMES[_fmt(target)]} ({bad})"
+                return f"field {f.name}={value!r} does not fit {_FMT_NAMES[f.fmt]} ({bad})"
         return f"{type(exc).__name__}: {exc}"

@@ -181,6 +181,30 @@ class _NullableByten32(Construct):  # type: ignore[misc]
 NullableByten32 = _NullableByten32()
 
 
+class TupleValues(Adapter):  # type: ignore[misc]
+    """pgoutput's TupleData as Python values: str ('t'), bytes ('b'), None ('n'), UNCHANGED
+    ('u'). The layout of the columns is the pgoutput grammar's; this class only names the
+    node, so the code generators recognise it without importing the grammar."""
+
+    def _decode(self, obj: Any, context: Any, path: str) -> tuple[Any, ...]:
+        return tuple(
+            None if c.kind == "n" else UNCHANGED if c.kind == "u" else c.value for c in obj
+        )
+
+    def _encode(self, obj: Any, context: Any, path: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for value in obj:
+            if value is None:
+                out.append({"kind": "n", "value": None})
+            elif value is UNCHANGED:
+                out.append({"kind": "u", "value": None})
+            elif isinstance(value, str):
+                out.append({"kind": "t", "value": value})
+            else:
+                out.append({"kind": "b", "value": bytes(value)})
+        return out
+
+
 class TerminatedList(Subconstruct):  # type: ignore[misc]
     """Items of *subcon* one after another, ended by a zero byte where the next item would
     start: "A zero byte is required as terminator after the last ..." (StartupMessage's

@@ -1,9 +1,9 @@
-"""spec/: reading the grammar back as tables, and generating the JSON Schema and Markdown.
+"""spec/: generated from the protocol catalogue (:mod:`pgwire_spec.catalogue`).
 
-``python -m pgwire_spec._spec`` regenerates ``spec/message.schema.json`` and
-``spec/REFERENCE.md`` from the grammar and the YAML tables; ``tests/test_spec.py`` checks
-that the grammar matches ``spec/*.yaml`` field by field and that the generated files are
-up to date.
+``python -m pgwire_spec._spec`` writes ``spec/pgoutput.yaml``, ``spec/replication.yaml``,
+``spec/message.schema.json`` and ``spec/REFERENCE.md`` from the catalogue (the grammar's
+layouts plus the few facts it cannot hold) and ``spec/errata.yaml``; ``tests/test_spec.py``
+fails when a committed file is not what this module writes today.
 """
 
 from __future__ import annotations
@@ -14,85 +14,188 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from construct import Array, Const, FocusedSeq, FormatField, IfThenElse, Rebuild, Renamed, Select
 
-from . import _primitives as P
+from . import _ir
+from . import catalogue as cat
 from .jsonform import _FIELDS, FORMAT_VERSION
-from .pgoutput import grammar as pg_grammar
+from .pgoutput import _catalogue as pg_catalogue
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 
-_TYPE_NAMES = {
-    id(P.Int8): "Int8",
-    id(P.Int16): "Int16",
-    id(P.UInt16): "UInt16",
-    id(P.Int32): "Int32",
-    id(P.UInt32): "UInt32",
-    id(P.Int64): "Int64",
-    id(P.Oid): "Oid",
-    id(P.TransactionId): "TransactionId",
-    id(P.XLogRecPtr): "XLogRecPtr",
-    id(P.TimestampTz): "TimestampTz",
-    id(P.Char): "Byte1",
-    id(P.Bool8): "Bool8",
-    id(P.String): "String",
-    id(P.Byten32): "Byten32",
-    id(P.RestBytes): "RestBytes",
-    id(pg_grammar.TupleData): "TupleData",
-}
-
-_WHEN = {"this['_params']['in_stream']": "in_stream", "this['_params']['abort_tail']": "abort_tail",
-         "(this['old_kind'] != None)": "old_kind"}
-
-
-def _type_of(sub: Any) -> dict[str, Any]:
-    if id(sub) in _TYPE_NAMES:
-        return {"type": _TYPE_NAMES[id(sub)]}
-    if isinstance(sub, P.CharIn):
-        return {"type": "Byte1", "values": list(sub.valids)}
-    if isinstance(sub, Select) and isinstance(sub.subcons[0], P.CharIn):
-        return {"type": "Byte1", "values": list(sub.subcons[0].valids), "optional": True}
-    if isinstance(sub, Const):
-        return {"type": "Byte1", "const": sub.value.decode("latin-1")}
-    if isinstance(sub, FocusedSeq):  # PrefixedArray
-        count = sub.subcons[0].subcon.subcon
-        item = sub.subcons[1].subcon.subcon
-        return {"type": "Array", "count": _TYPE_NAMES[id(count)], "items": _items(item)}
-    if isinstance(sub, Array):
-        return {"type": "Array", "count": repr(sub.count).replace("this['", "").replace("']", ""),
-                "items": _items(sub.subcon)}
-    raise TypeError(f"no spec name for {sub!r}")
-
-
-def _items(item: Any) -> Any:
-    if isinstance(item, FormatField):
-        return _TYPE_NAMES[id(item)]
-    return grammar_fields(item)
 
 
 def grammar_fields(layout: Any) -> list[dict[str, Any]]:
     """The fields of a construct layout in the vocabulary of spec/*.yaml (tag excluded)."""
-    out: list[dict[str, Any]] = []
-    for node in layout.subcons:
-        assert isinstance(node, Renamed)
-        if node.name == "tag":
-            continue
-        sub = node.subcon
-        entry: dict[str, Any] = {"name": node.name}
-        if isinstance(sub, IfThenElse):
-            entry["when"] = _WHEN[repr(sub.condfunc)]
-            sub = sub.thensubcon
-        if isinstance(sub, Rebuild):
-            entry["derived"] = True
-            sub = sub.subcon
-        entry.update(_type_of(sub))
-        out.append(entry)
-    return out
+    return [f.as_dict() for f in _ir.lower("", layout).fields]
 
 
 def load(name: str) -> dict[str, Any]:
     with open(SPEC_DIR / name, encoding="utf-8") as fh:
         return yaml.safe_load(fh)  # type: ignore[no-any-return]
+
+
+# -- the message tables, from the catalogue ---------------------------------------------------
+
+
+def _spec_fields(fields: tuple[_ir.Field, ...], values: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
+    out = []
+    for f in fields:
+        d: dict[str, Any] = {"name": f.name, "type": f.type}
+        if f.when is not None:
+            d["when"] = f.when
+            if f.when in pg_catalogue.CONDITION_PROTOCOL:
+                d["protocol"] = pg_catalogue.CONDITION_PROTOCOL[f.when]
+        documented = values.get(prefix + f.name)
+        if f.values is not None:
+            d["values"] = list(f.values)
+        elif documented is not None:
+            d["values"] = list(documented)
+        if f.const is not None:
+            d["const"] = f.const.decode("latin-1") if isinstance(f.const, bytes) else f.const
+        if f.optional:
+            d["optional"] = True
+        if f.derived:
+            d["derived"] = f.derived
+        if f.count is not None:
+            d["count"] = f.count
+        if isinstance(f.items, _ir.Layout):
+            d["items"] = _spec_fields(f.items.fields, values, prefix=f"{prefix}{f.name}.")
+        elif isinstance(f.items, tuple):
+            d["items"] = list(f.items)
+        elif f.items is not None:
+            d["items"] = f.items
+        out.append(d)
+    return out
+
+
+def pgoutput_spec() -> dict[str, Any]:
+    """spec/pgoutput.yaml's content: every pgoutput message, from the catalogue."""
+    messages = []
+    for e in cat.entries("pgoutput"):
+        m: dict[str, Any] = {"name": e.name, "tag": e.tag, "docs": e.facts.docs, "protocol": e.protocol,
+                             "servers": e.servers_text}
+        if e.options:
+            m["options"] = list(e.options)
+        if e.facts.errata:
+            m["errata"] = list(e.facts.errata)
+        m["fields"] = _spec_fields(e.fields, dict(e.facts.values))
+        messages.append(m)
+    newest = cat.MAJORS[-1]
+    kinds = []
+    for kind, meaning, value, since in pg_catalogue.TUPLE_KINDS:
+        k: dict[str, Any] = {"kind": kind, "meaning": meaning, "protocol": 1}
+        if since != cat.MAJORS[0]:
+            k["servers"] = f"{since}-{newest}"
+        k["value"] = value
+        kinds.append(k)
+    return {"format_version": 1, "messages": messages,
+            "tuple_data": {"docs": "TupleData", "count": "UInt16", "kinds": kinds}}
+
+
+def replication_spec() -> dict[str, Any]:
+    """spec/replication.yaml's content: the CopyData payloads, from the catalogue."""
+    messages = []
+    for e in cat.entries("replication"):
+        m: dict[str, Any] = {"name": e.name, "tag": e.tag, "direction": e.facts.sender,
+                             "servers": e.servers_text}
+        if e.facts.errata:
+            m["errata"] = list(e.facts.errata)
+        m["fields"] = _spec_fields(e.fields, dict(e.facts.values))
+        messages.append(m)
+    return {"format_version": 1, "messages": messages}
+
+
+_GENERATED = "# GENERATED by `python -m pgwire_spec._spec` from pgwire_spec/catalogue.py: do not edit.\n"
+
+_PGOUTPUT_HEAD = _GENERATED + """\
+# pgoutput message layouts, per protocol version, and the server majors that emit them.
+# Source: PostgreSQL docs "Logical Replication Message Formats" (17/18) + spec/errata.yaml.
+# The layouts are pgwire_spec/pgoutput/grammar.py's; the other facts are the catalogue's
+# (pgwire_spec/pgoutput/_catalogue.py).
+#
+# Field types: Byte1 (a constant or a character), Int8, UInt16, Int32, UInt32, Oid,
+# TransactionId, XLogRecPtr, TimestampTz, Bool8 (Int8 0/1), String (NUL-terminated),
+# Byten32 (Int32 length + bytes), TupleData, Array.
+# `when`: a field present only in that context: in_stream (between Stream Start and Stop,
+# protocol >= 2), abort_tail (streaming = parallel), old_kind (Update's optional K/O part).
+# `options`: what the client must ask for before a server sends the message.
+"""
+
+_REPLICATION_HEAD = _GENERATED + """\
+# Streaming replication CopyData payloads (docs: "Streaming Replication Protocol",
+# START_REPLICATION). The layouts are pgwire_spec/replication/grammar.py's.
+"""
+
+_FIELD_ORDER = ("name", "type", "when", "protocol", "values", "const", "optional", "derived", "count")
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    plain = yaml.safe_load(text) == text and text.replace("_", "").replace("-", "").isalnum()
+    return text if plain else json.dumps(text)
+
+
+def _flow(d: dict[str, Any]) -> str:
+    parts = []
+    for key in (*_FIELD_ORDER, "items"):
+        if key in d:
+            v = d[key]
+            parts.append(f"{key}: " + ("[" + ", ".join(_scalar(x) for x in v) + "]" if isinstance(v, list) else _scalar(v)))
+    return "{" + ", ".join(parts) + "}"
+
+
+def _field_lines(fields: list[dict[str, Any]], indent: str) -> list[str]:
+    lines = []
+    for f in fields:
+        if isinstance(f.get("items"), list) and f["items"] and isinstance(f["items"][0], dict):
+            lines.append(f"{indent}- name: {f['name']}")
+            for key in _FIELD_ORDER[1:]:
+                if key in f:
+                    lines.append(f"{indent}  {key}: {_scalar(f[key])}")
+            lines.append(f"{indent}  items:")
+            lines += _field_lines(f["items"], indent + "    ")
+        else:
+            lines.append(f"{indent}- {_flow(f)}")
+    return lines
+
+
+def _yaml_text(head: str, doc: dict[str, Any]) -> str:
+    lines = [head.rstrip("\n"), f"format_version: {doc['format_version']}", "messages:"]
+    for m in doc["messages"]:
+        lines.append(f"  - name: {m['name']}")
+        for key, value in m.items():
+            if key in ("name", "fields"):
+                continue
+            if isinstance(value, list):
+                lines.append(f"    {key}: [" + ", ".join(_scalar(v) for v in value) + "]")
+            elif key in ("docs", "servers"):
+                lines.append(f"    {key}: {json.dumps(value)}")
+            else:
+                lines.append(f"    {key}: {_scalar(value)}")
+        lines.append("    fields:" if m["fields"] else "    fields: []")
+        lines += _field_lines(m["fields"], "      ")
+    if "tuple_data" in doc:
+        td = doc["tuple_data"]
+        lines += ["tuple_data:", f"  docs: {json.dumps(td['docs'])}", f"  count: {td['count']}", "  kinds:"]
+        for k in td["kinds"]:
+            parts = [f"kind: {k['kind']}", f"meaning: {json.dumps(k['meaning'])}", f"protocol: {k['protocol']}"]
+            if "servers" in k:
+                parts.append(f"servers: {json.dumps(k['servers'])}")
+            parts.append(f"value: {k['value']}")
+            lines.append("    - {" + ", ".join(parts) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def pgoutput_yaml() -> str:
+    return _yaml_text(_PGOUTPUT_HEAD, pgoutput_spec())
+
+
+def replication_yaml() -> str:
+    return _yaml_text(_REPLICATION_HEAD, replication_spec())
 
 
 # -- JSON Schema of the decoded form ------------------------------------------------------------
@@ -214,26 +317,27 @@ def _field_rows(fields: list[dict[str, Any]], prefix: str = "") -> list[str]:
 
 
 def markdown() -> str:
-    pg = load("pgoutput.yaml")
-    repl = load("replication.yaml")
+    pg = pgoutput_spec()
+    repl = replication_spec()
     errata = load("errata.yaml")
     lines = [
         "# pgwire-spec reference (generated)",
         "",
-        "Generated by `python -m pgwire_spec._spec` from `spec/pgoutput.yaml`, "
-        "`spec/replication.yaml` and `spec/errata.yaml`, which `tests/test_spec.py` checks "
-        "against the construct grammar. For decoder authors in any language: every integer is "
+        "Generated by `python -m pgwire_spec._spec` from the protocol catalogue "
+        "(`pgwire_spec/catalogue.py`: the construct grammar's layouts and the facts it cannot "
+        "hold) and `spec/errata.yaml`. For decoder authors in any language: every integer is "
         "big-endian; String is NUL-terminated in the client encoding; Byten32 is an Int32 "
         "length then that many bytes.",
         "",
         "## pgoutput messages",
         "",
-        "| message | tag | protocol | servers | needs |",
-        "|---|---|---|---|---|",
+        "| message | tag | protocol | servers | needs | streamed xid |",
+        "|---|---|---|---|---|---|",
     ]
     for m in pg["messages"]:
+        xid = "yes" if cat.entry("pgoutput", m["name"]).streamed_xid else "-"
         lines.append(f"| {m['name']} | `{m['tag']}` | >= {m['protocol']} | {m['servers']} | "
-                     f"{', '.join(m.get('options', [])) or '-'} |")
+                     f"{', '.join(m.get('options', [])) or '-'} | {xid} |")
     for m in pg["messages"]:
         lines += ["", f"### {m['name']} (`{m['tag']}`)", ""]
         if m.get("errata"):
@@ -252,7 +356,12 @@ def markdown() -> str:
                   "| field | type | notes |", "|---|---|---|", f"| tag | Byte1 | '{m['tag']}' |"]
         lines += _field_rows(m["fields"])
         lines.append("")
-    lines += ["## Errata", ""]
+    lines += ["## Frontend/backend protocol v3 (the fields: `spec/wire.yaml`)", "",
+              "| message | tag | sent by |", "|---|---|---|"]
+    for e in cat.entries("wire"):
+        tag = f"`{e.tag}`" if e.tag is not None else "(untagged)"
+        lines.append(f"| {e.name} | {tag} | {e.facts.sender} |")
+    lines += ["", "## Errata", ""]
     for e in errata["errata"]:
         lines += [f"### {e['id']}", "",
                   f"- applies to: {', '.join(e['applies_to'])} (servers {e['servers']})",
@@ -268,6 +377,10 @@ def markdown() -> str:
 
 def write_all() -> list[Path]:
     out = []
+    for name, text in (("pgoutput.yaml", pgoutput_yaml()), ("replication.yaml", replication_yaml())):
+        path = SPEC_DIR / name
+        path.write_text(text, encoding="utf-8")
+        out.append(path)
     schema_path = SPEC_DIR / "message.schema.json"
     schema_path.write_text(json.dumps(json_schema(), indent=1) + "\n", encoding="utf-8")
     out.append(schema_path)

@@ -15,20 +15,7 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields
 from typing import Any
 
-from construct import (
-    Array,
-    Bytes,
-    Const,
-    FocusedSeq,
-    FormatField,
-    IfThenElse,
-    Rebuild,
-    Renamed,
-    Select,
-    Sequence,
-    Struct,
-)
-
+from . import _ir
 from . import _primitives as P
 from .errors import DecodeError
 from .lsn import format_lsn, parse_lsn
@@ -46,73 +33,68 @@ _FIELDS: dict[type, list[tuple[str, Any]]] = {}
 _BY_NAME: dict[str, type] = {}
 
 
-def _kind(sub: Any, nested: dict[int, type]) -> Any:
-    if isinstance(sub, IfThenElse):
-        return _kind(sub.thensubcon, nested)
-    if isinstance(sub, (Rebuild, Const)):
-        return None
-    if sub is P.XLogRecPtr:
+_INTS = frozenset({"Int8", "Int16", "UInt16", "Int32", "UInt32", "Int64", "Oid", "TransactionId",
+                   "TimestampTz"})
+_BYTES = frozenset({"Byten32", "RestBytes", "StringBytes", "NullableByten32"})
+
+
+def _type_kind(name: str) -> str:
+    """The JSON kind of a value of a wire type (from the grammar's intermediate form)."""
+    if name == "XLogRecPtr":
         return "lsn"
-    if isinstance(sub, FormatField):
+    if name in _INTS:
         return "int"
-    if sub is P.String:
+    if name == "String":
         return "str"
-    if sub is P.Char or isinstance(sub, P.CharIn):
+    if name == "Byte1":
         return "char"
-    if isinstance(sub, Select):
-        return "char"
-    if sub is P.Bool8:
+    if name == "Bool8":
         return "bool"
-    if sub is P.Byten32 or sub is P.RestBytes:
+    if name in _BYTES or (name.startswith("Byte") and name[4:].isdigit()):
         return "bytes"
-    if sub is P.StringBytes or sub is P.NullableByten32 or isinstance(sub, Bytes):
-        return "bytes"
-    if isinstance(sub, P.TerminatedList):
-        return _items_kind(sub.subcon, nested)
-    if sub is pg_grammar.TupleData:
+    if name == "TupleData":
         return "tuple"
-    if isinstance(sub, FocusedSeq):
-        return _kind(sub.subcons[1].subcon, nested)
-    if isinstance(sub, Array):
-        item = sub.subcon
-        if isinstance(item, FormatField):
+    raise TypeError(f"no JSON form for {name}")
+
+
+def _kind(f: _ir.Field, nested: dict[int, type]) -> Any:
+    if f.type == "List":
+        return _items_kind(f, nested)
+    if f.type == "Array":
+        if isinstance(f.items, str) and _type_kind(f.items) == "int":
             return "ints"
-        return _items_kind(item, nested)
-    raise TypeError(f"no JSON form for {sub!r}")
+        return _items_kind(f, nested)
+    return _type_kind(f.type)
 
 
-def _items_kind(item: Any, nested: dict[int, type]) -> Any:
-    """The kind of a list of *item*: objects for a nested Struct, lists for a Sequence of
-    text (a name/value pair), else a list of the item's kind."""
-    if isinstance(item, Struct):
-        return ("array", nested[id(item)], _layout_fields(item, nested))
-    if isinstance(item, Sequence):
-        kinds = {"str" if k == "char" else k for k in (_kind(s, nested) for s in item.subcons)}
+def _items_kind(f: _ir.Field, nested: dict[int, type]) -> Any:
+    """The kind of a list of *f*'s items: objects for a nested layout, lists for a Sequence
+    of text (a name/value pair), else a list of the item's kind."""
+    item = f.items
+    if isinstance(item, _ir.Layout):
+        return ("array", nested[id(item.struct)], _layout_fields(item, nested))
+    if isinstance(item, tuple):
+        kinds = {"str" if k == "char" else k for k in (_type_kind(t) for t in item)}
         if len(kinds) != 1:
             raise TypeError(f"no JSON form for a Sequence of mixed kinds: {item!r}")
         return {"list": {"list": kinds.pop()}}
-    if item is P.NullableByten32:
+    assert item is not None
+    if item == "NullableByten32":
         return {"list": "bytes", "nullable": True}
-    return {"list": _kind(item, nested)}
+    return {"list": _type_kind(item)}
 
 
-def _layout_fields(layout: Any, nested: dict[int, type]) -> list[tuple[str, Any]]:
-    out = []
-    for sub in layout.subcons:
-        # Constants (the tag, Insert's 'N', an authentication code) are not fields.
-        if not isinstance(sub, Renamed) or isinstance(sub.subcon, Const):
-            continue
-        kind = _kind(sub.subcon, nested)
-        if kind is not None:
-            out.append((sub.name, kind))
-    return out
+def _layout_fields(layout: _ir.Layout, nested: dict[int, type]) -> list[tuple[str, Any]]:
+    # Constants (the tag, Insert's 'N', an authentication code) and counts the encoder
+    # recomputes are not fields.
+    return [(f.name, _kind(f, nested)) for f in layout.fields if f.const is None and not f.derived]
 
 
 def register(layouts: dict[str, Any], classes: dict[str, type], nested: dict[int, type] | None = None) -> None:
     """Give the message classes of a grammar family their JSON form."""
     for name, layout in layouts.items():
         cls = classes[name]
-        _FIELDS[cls] = _layout_fields(layout, nested or {})
+        _FIELDS[cls] = _layout_fields(_ir.lower(name, layout), nested or {})
         _BY_NAME[name] = cls
 
 

@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 #: OIDs below this are built-in (``FirstGenbkiObjectId``); pgoutput sends a Type message
-#: only for types at or above it (protocol-facts §3).
+#: only for types at or above it (pgoutput.c, send_relation_and_attrs; erratum
+#: E-TYPE-DOMAIN).
 FIRST_USER_OID = 10000
 
 #: OIDs from here on belong to user objects (``FirstNormalObjectId``).

@@ -65,6 +65,9 @@ def test_errata_cited_in_spec_exist() -> None:
 def test_generated_files_are_up_to_date() -> None:
     with open(_spec.SPEC_DIR / "REFERENCE.md", encoding="utf-8") as fh:
         assert fh.read() == _spec.markdown(), "run: python -m pgwire_spec._spec"
+    for name, text in (("pgoutput.yaml", _spec.pgoutput_yaml()), ("replication.yaml", _spec.replication_yaml())):
+        with open(_spec.SPEC_DIR / name, encoding="utf-8") as fh:
+            assert fh.read() == text, f"spec/{name} is stale: run python -m pgwire_spec._spec"
     with open(_spec.SPEC_DIR / "message.schema.json", encoding="utf-8") as fh:
         assert json.load(fh) == _spec.json_schema(), "run: python -m pgwire_spec._spec"
 

@@ -1,7 +1,7 @@
 """Replication command texts, as clients send them on a replication connection.
 
 Written from the docs' "Streaming Replication Protocol" section and the transcripts of
-real clients (protocol-facts.md §5), independently of the parser in
+real clients (pg_recvlogical.c, libpqwalreceiver.c), independently of the parser in
 :mod:`pgwire_spec.replication.commands`: each text is drawn together with the command
 object it means, so a parser can be checked against it. Spelling varies the way the lexer
 allows (repl_scanner.l): whitespace, quoted or folded identifiers, upper/lower-case hex in

@@ -8,18 +8,13 @@ from typing import Any, Literal
 from hypothesis import strategies as st
 
 from ..errors import OptionError
+from ..pgoutput import _catalogue
 from ..pgoutput.decoder import _check_options, normalize_streaming
 
 __all__ = ["ProtocolContext", "contexts", "Streaming", "Origin"]
 
 Streaming = Literal["off", "on", "parallel"]
 Origin = Literal["any", "none"]
-
-# Message tags by what makes a server send them (docs: "available since protocol version N"
-# and the options of "Logical Streaming Replication Parameters").
-_ALWAYS = "BCORYIUDT"
-_STREAMING = "SEcA"
-_TWO_PHASE = "bPKr"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +58,7 @@ class ProtocolContext:
     @property
     def tags(self) -> frozenset[str]:
         """The pgoutput message tags a server may send in this context."""
-        tags = set(_ALWAYS)
-        if self.messages:
-            tags.add("M")
-        if self.streaming != "off":
-            tags.update(_STREAMING)
-        if self.two_phase:
-            tags.update(_TWO_PHASE)
-            if self.streaming != "off":
-                tags.add("p")
+        tags = set(_catalogue.tags_sent(self.protocol_version, self.streaming, self.two_phase, self.messages))
         if self.origin == "none":
             tags.discard("O")
         return frozenset(tags)

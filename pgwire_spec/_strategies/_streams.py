@@ -2,7 +2,8 @@
 
 The builder plays the server: it keeps the tables of a database, the relation cache the
 client has been told about, the open streamed transactions and the prepared ones, an LSN
-and a clock, and writes messages the way pgoutput does (protocol-facts.md §2-§4):
+and a clock, and writes messages the way pgoutput does (pgoutput.c, proto.c; the errata
+of spec/errata.yaml):
 
 - Relation (after the Type of every column type with OID >= 10000) before a table's
   first change, again after a schema change, and in every streamed transaction before

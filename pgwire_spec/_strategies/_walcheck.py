@@ -2,7 +2,8 @@
 
 :class:`WalsenderChecker` decodes each payload ('w' XLogData, 'k' keepalive), feeds the
 pgoutput message inside XLogData to a :class:`~pgwire_spec.PgOutputDecoder`, and checks
-the framing rules of protocol-facts.md §4 / erratum E-ZERO-LSN that hold for every real
+the framing rules of the docs' "Streaming Replication Protocol" section and erratum
+E-ZERO-LSN that hold for every real
 server (rules in spec/rules.yaml):
 
 ``walsender-zero-lsn``

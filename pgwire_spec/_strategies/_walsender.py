@@ -3,7 +3,7 @@
 Each pgoutput message is one CopyData holding XLogData 'w' whose dataStart and walEnd are
 the write LSN of the message (both the same, zero for writes that are not the last of
 their change: erratum E-ZERO-LSN); primary keepalives 'k' come in between with a walEnd
-that never goes down (protocol-facts.md §4).
+that never goes down (walsender.c, WalSndKeepalive).
 """
 
 from __future__ import annotations

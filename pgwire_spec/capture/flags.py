@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..pgoutput import messages as m
+from ..pgoutput._catalogue import STREAMED_XID
 
 __all__ = ["NOTES", "Flagger"]
 
@@ -85,7 +86,7 @@ NOTES: dict[str, str] = {
     "copydata-after-copydone": "CopyData (a keepalive) from the server after its own CopyDone, before "
                                "CommandComplete: read CopyData until CommandComplete, not until CopyDone.",
     "xlogdata-zero-position": "XLogData with dataStart = walEnd = 0: a write that is not the last of its "
-                              "change (Relation, Type, a Begin followed by Origin), protocol-facts §4.",
+                              "change (Relation, Type, a Begin followed by Origin), erratum E-ZERO-LSN.",
     "keepalive-reply-requested": "Primary keepalive with replyRequested = 1: answer with a status update.",
     "standby-status-update": "Standby status update 'r' from the client: write = received, flush = end "
                              "of the last whole transaction, apply = 0.",
@@ -110,7 +111,7 @@ class Flagger:
             name = msg.name if isinstance(msg, m.Relation) else getattr(self.relations.get(rel_id), "name", None)
             if name in self.relation_flags:
                 out.append(self.relation_flags[name])
-        if in_stream and getattr(msg, "xid", None) is not None and msg.tag in "RYIUDTM":
+        if in_stream and getattr(msg, "xid", None) is not None and msg.tag in STREAMED_XID:
             out.append("xid-prefix")
         if isinstance(msg, m.Relation):
             seen = self.relations.get(msg.relation_id)

@@ -10,7 +10,8 @@ in :attr:`ReplicationClient.transcript` with its exact bytes.
 :func:`record_session` drives a client over a TCP connection to a real server: it creates
 a slot, runs a workload through psycopg, streams the changes until the server's WAL end
 seen at the end of the workload, ends the COPY with CopyDone, drops the slot and says
-Terminate — the conversation protocol-facts §4-5 describe.
+Terminate — the conversation of the docs' "Streaming Replication Protocol" section
+(walsender.c, pg_recvlogical.c).
 """
 
 from __future__ import annotations

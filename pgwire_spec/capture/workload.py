@@ -6,7 +6,8 @@ statement run in autocommit mode on a named connection, so a step list can hold 
 ``BEGIN``/``PREPARE TRANSACTION``/``COMMIT PREPARED`` and interleave two sessions.
 
 The built-in workload reaches every message kind a server major can emit (see
-``fixtures/README.md`` for the list, protocol-facts §2-3 for why each step is there).
+``fixtures/README.md`` for the list, the errata of ``spec/errata.yaml`` for why each step
+is there).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ CREATE TYPE {SCHEMA}.mood AS ENUM ('sad', 'ok', 'happy');
 CREATE DOMAIN {SCHEMA}.posint AS integer CHECK (VALUE > 0);
 CREATE TYPE {SCHEMA}.pair AS (a integer, b text);
 -- A base type without send/receive functions: with binary = true its values stay 't'
--- while the other columns of the same tuple are 'b' (protocol-facts §3).
+-- while the other columns of the same tuple are 'b' (erratum E-BINARY-FALLBACK).
 CREATE TYPE {SCHEMA}.nosend;
 CREATE FUNCTION {SCHEMA}.nosend_in(cstring) RETURNS {SCHEMA}.nosend AS 'textin' LANGUAGE internal IMMUTABLE STRICT;
 CREATE FUNCTION {SCHEMA}.nosend_out({SCHEMA}.nosend) RETURNS cstring AS 'textout' LANGUAGE internal IMMUTABLE STRICT;

@@ -1,11 +1,24 @@
-"""``pgwire-spec decode``: payloads in (hex lines, JSON lines or raw v3 CopyData frames),
-one JSON object per message out."""
+"""``pgwire-spec decode``: payloads in, one JSON object per message out.
+
+The input's framing (``--format``) and the protocol layer of what it carries (``--layer``)
+are given, never guessed from a payload's first byte: 'r' is a pgoutput Rollback Prepared
+and a standby status update alike.
+
+``--format``
+    ``hex``: one payload per line in hex; ``jsonl``: one JSON object with a ``hex`` field
+    per line (fixture cases); ``raw``: a binary v3 byte stream as a server sends it, read by
+    :class:`pgwire_spec.wire.BackendReader` (the payloads are its CopyData messages).
+``--layer``
+    ``pgoutput``: each payload is a pgoutput message (the default for hex and jsonl);
+    ``copydata``: each payload is a streaming replication CopyData payload (XLogData,
+    keepalive, status update, hot standby feedback), an XLogData's WAL data decoded as
+    pgoutput (the default for raw); ``wire``: each v3 message of a raw stream as itself.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -15,11 +28,13 @@ from ..jsonform import to_json
 from ..pgoutput.decoder import PgOutputDecoder
 from ..replication.messages import FAMILY as REPLICATION
 from ..replication.messages import XLogData
+from ..wire import BackendReader, CopyData
 from ._io import add_input, open_input
 
-HELP = "decode pgoutput / replication payloads to JSON lines"
+HELP = "decode pgoutput / replication / v3 messages to JSON lines"
 
-_REPLICATION_TAGS = {ord(c) for c in "wkrh"}
+LAYERS = ("pgoutput", "copydata", "wire")
+_CHUNK = 1 << 16
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,8 +44,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("hex", "jsonl", "raw"),
         default="hex",
         help="hex: one payload per line in hex; jsonl: objects with a 'hex' field (fixture "
-        "cases); raw: a binary file of v3 messages (CopyData 'd' frames). Payloads may be "
-        "pgoutput messages or XLogData/keepalives wrapping them (default: hex)",
+        "cases); raw: a binary v3 byte stream from a server, its CopyData messages the "
+        "payloads (default: hex)",
+    )
+    p.add_argument(
+        "--layer",
+        choices=LAYERS,
+        default=None,
+        help="what each payload is: pgoutput messages (default for hex and jsonl); copydata: "
+        "replication payloads (XLogData, keepalives, ...) whose XLogData carry pgoutput "
+        "(default for raw); wire: the v3 messages of a raw stream themselves",
     )
     p.add_argument("--protocol-version", type=int, default=1, choices=(1, 2, 3, 4))
     p.add_argument("--streaming", choices=("off", "on", "parallel"), default="off")
@@ -43,24 +66,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _payloads(fmt: str, stream: Any) -> Iterator[bytes]:
-    if fmt == "raw":
-        data = stream.read()
-        pos = 0
-        while pos < len(data):
-            if len(data) - pos < 5:
-                raise DecodeError("truncated", expected="a v3 message header (5 bytes)",
-                                  found=f"{len(data) - pos} byte(s)", offset=pos, field="frame")
-            tag = data[pos]
-            (length,) = struct.unpack_from(">i", data, pos + 1)
-            if length < 4 or pos + 1 + length > len(data):
-                raise DecodeError("length-out-of-range", expected=f"a length from 4 to {len(data) - pos - 1}",
-                                  found=str(length), offset=pos + 1, field="frame.length")
-            body = data[pos + 5:pos + 1 + length]
-            pos += 1 + length
-            if tag == ord("d"):
-                yield body
-        return
+def _v3_messages(stream: Any) -> Iterator[Any]:
+    """The messages of a v3 byte stream from a server (the sans-IO reader frames them)."""
+    reader = BackendReader()
+    while True:
+        chunk = stream.read(_CHUNK)
+        reader.feed(chunk)
+        yield from reader
+        if not chunk:
+            reader.next_event()  # raises if the stream ended inside a message
+            return
+
+
+def _lines(fmt: str, stream: Any) -> Iterator[bytes]:
     for lineno, raw_line in enumerate(stream, 1):
         line = raw_line.strip()
         if not line or line.startswith(b"#"):
@@ -80,7 +98,37 @@ def _payloads(fmt: str, stream: Any) -> Iterator[bytes]:
                                   found=f"line {lineno}: {line[:40]!r}") from None
 
 
+def _payloads(fmt: str, stream: Any) -> Iterator[bytes]:
+    if fmt == "raw":
+        for message in _v3_messages(stream):
+            if isinstance(message, CopyData):
+                yield message.data
+        return
+    yield from _lines(fmt, stream)
+
+
+def _objects(args: argparse.Namespace, layer: str, stream: Any, decoder: PgOutputDecoder) -> Iterator[Any]:
+    if layer == "wire":
+        for message in _v3_messages(stream):
+            yield to_json(message)
+        return
+    for payload in _payloads(args.format, stream):
+        if layer == "pgoutput":
+            yield to_json(decoder.decode(payload))
+            continue
+        wrapper = REPLICATION.decode(payload)
+        obj = to_json(wrapper)
+        if isinstance(wrapper, XLogData):
+            del obj["data"]
+            obj["message"] = to_json(decoder.decode(wrapper.data))
+        yield obj
+
+
 def run(args: argparse.Namespace) -> int:
+    layer = args.layer or ("copydata" if args.format == "raw" else "pgoutput")
+    if layer == "wire" and args.format != "raw":
+        print("pgwire-spec decode: error: --layer wire reads a raw v3 stream (--format raw)", file=sys.stderr)
+        return 2
     decoder = PgOutputDecoder(
         protocol_version=args.protocol_version,
         streaming=args.streaming,
@@ -92,17 +140,10 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     with open_input(args.input) as stream:
         try:
-            for payload in _payloads(args.format, stream):
-                if payload and payload[0] in _REPLICATION_TAGS:
-                    wrapper = REPLICATION.decode(payload)
-                    obj = to_json(wrapper)
-                    if isinstance(wrapper, XLogData):
-                        del obj["data"]
-                        obj["message"] = to_json(decoder.decode(wrapper.data))
-                else:
-                    obj = to_json(decoder.decode(payload))
+            for obj in _objects(args, layer, stream, decoder):
                 out.write(json.dumps(obj) + "\n")
-            decoder.finish()
+            if layer != "wire":
+                decoder.finish()
         except DecodeError as err:
             out.flush()
             if err.index is None:

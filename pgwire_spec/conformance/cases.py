@@ -23,7 +23,6 @@ Sources, each giving cases stable ids:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dataclass_replace
@@ -33,6 +32,7 @@ from typing import Any, Literal
 from ..errors import DecodeError
 from ..fuzz._fields import field_map
 from ..fuzz.seeds import SeedStream, builtin_streams
+from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
 from .adapters.reference import decode_case as reference_results
@@ -139,11 +139,8 @@ def kind_of(payload: bytes) -> str:
 
 def section_of(kind: str) -> str:
     """The docs section a message kind is specified in."""
-    if kind == "LogicalMessage":
-        return f"{_DOCS} › Message"
-    if kind in m.MESSAGE_TYPES:
-        return f"{_DOCS} › " + re.sub(r"(?<=[a-z])(?=[A-Z])", " ", kind)
-    return _DOCS
+    entry = _pg_catalogue.ENTRIES.get(kind)
+    return f"{_DOCS} › {entry.facts.docs}" if entry is not None else _DOCS
 
 
 def context_of(options: Mapping[str, Any]) -> dict[str, Any]:

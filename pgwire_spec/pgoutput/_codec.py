@@ -3,6 +3,10 @@
 Decoding uses the C decoders generated from the same grammar (:mod:`pgwire_spec._cgen`)
 when the extension is built and current, unless ``PGWIRE_SPEC_PURE_PYTHON=1``; the Python
 codec stays the reference and explains every failure. :data:`BACKEND` says which is used.
+
+A payload is decoded once by the fast path (C or Python); only when that fails does the
+Python tracing pass run, once, to return the message or raise the precise DecodeError, so
+errors are the same whichever backend decoded.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import os
 import warnings
 from typing import Any
 
+from .. import _cgen
 from .._codegen import Family
-from . import grammar, messages
+from . import _cbuild, grammar, messages
 
 FAMILY = Family(
     "pgoutput message",
@@ -29,15 +34,13 @@ PY_DECODERS = FAMILY.decoders
 def load_c_decoders() -> dict[int, Any]:
     """The C decoders by tag byte; ImportError if the extension is missing or was built
     from another grammar than today's."""
-    from .. import _cgen
-
     _speedups = importlib.import_module("pgwire_spec._speedups")
 
-    expected = _cgen.source_digest(_cgen.pgoutput_source())
+    expected = _cgen.source_digest(_cbuild.source())
     if _speedups.SOURCE_DIGEST != expected:
         raise ImportError(
             "pgwire_spec._speedups was built from another grammar: rebuild it "
-            "(python -m pgwire_spec._cgen && pip install -e . --no-deps)"
+            "(python -m pgwire_spec.pgoutput._cbuild && pip install -e . --no-deps)"
         )
     classes: dict[str, type] = dict(messages.MESSAGE_TYPES)
     classes["RelationColumn"] = messages.RelationColumn
@@ -62,12 +65,21 @@ def decode_payload(
     data: bytes, in_stream: bool, abort_tail: bool, binary_ok: bool = True
 ) -> messages.PgOutputMessage:
     """Decode one pgoutput message; any failure becomes a precise DecodeError."""
-    if BACKEND == "c":
+    fn = _DECODERS.get(data[0]) if data else None
+    if fn is not None:
         try:
-            return _DECODERS[data[0]](data, in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
+            return fn(data, in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
         except Exception:
-            pass  # the Python codec decodes or explains it
-    return FAMILY.decode(data, in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
+            pass  # the tracing pass decodes or explains it
+    return explain_payload(data, in_stream, abort_tail, binary_ok)
+
+
+def explain_payload(
+    data: bytes, in_stream: bool, abort_tail: bool, binary_ok: bool = True
+) -> messages.PgOutputMessage:
+    """After the fast path failed on *data*: the tracing pass, once (the message, or the
+    precise DecodeError)."""
+    return FAMILY.explain(bytes(data), in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
 
 
 def encode(message: Any) -> bytes:

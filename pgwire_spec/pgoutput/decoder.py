@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from ..errors import DecodeError, OptionError
-from . import _state
+from . import _catalogue, _state
 from . import messages as m
-from ._codec import _DECODERS, decode_payload
+from ._codec import _DECODERS, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
 
@@ -17,23 +17,11 @@ __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streamin
 
 Streaming = Literal["off", "on", "parallel"]
 
-#: Messages that only exist from a protocol version on (docs: "available since protocol
-#: version N"), and the option that makes a server send them.
-_NEEDS: dict[str, tuple[int, str]] = {
-    "S": (2, "streaming"),
-    "E": (2, "streaming"),
-    "c": (2, "streaming"),
-    "A": (2, "streaming"),
-    "b": (3, "two_phase"),
-    "P": (3, "two_phase"),
-    "K": (3, "two_phase"),
-    "r": (3, "two_phase"),
-    "p": (3, "two_phase"),
-    "M": (1, "messages"),
-}
-
-_FLAG_ZERO = (m.Commit, m.StreamCommit, m.Prepare, m.CommitPrepared, m.RollbackPrepared,
-              m.StreamPrepare)
+#: Messages that only exist from a protocol version on, and the options that make a server
+#: send them; the flags bytes that must be 0: both from the catalogue.
+_NEEDS = _catalogue.NEEDS
+_FLAG_ZERO = _catalogue.FLAGS_ZERO
+_OPTION_PROTOCOL = _catalogue.OPTION_PROTOCOL
 
 
 def normalize_streaming(value: str | bool | None) -> Streaming:
@@ -50,12 +38,15 @@ def normalize_streaming(value: str | bool | None) -> Streaming:
 def _check_options(protocol_version: int, streaming: str, two_phase: bool) -> None:
     if protocol_version not in (1, 2, 3, 4):
         raise OptionError(f"protocol_version must be 1 to 4, found {protocol_version!r}")
-    if streaming == "on" and protocol_version < 2:
-        raise OptionError("streaming needs protocol_version >= 2")
-    if streaming == "parallel" and protocol_version < 4:
-        raise OptionError("streaming = parallel needs protocol_version >= 4")
-    if two_phase and protocol_version < 3:
-        raise OptionError("two_phase needs protocol_version >= 3")
+    needs = _OPTION_PROTOCOL["streaming"]
+    if streaming == "on" and protocol_version < needs:
+        raise OptionError(f"streaming needs protocol_version >= {needs}")
+    needs = _catalogue.PARALLEL_PROTOCOL
+    if streaming == "parallel" and protocol_version < needs:
+        raise OptionError(f"streaming = parallel needs protocol_version >= {needs}")
+    needs = _OPTION_PROTOCOL["two_phase"]
+    if two_phase and protocol_version < needs:
+        raise OptionError(f"two_phase needs protocol_version >= {needs}")
 
 
 def decode_message(
@@ -77,7 +68,8 @@ def decode_message(
     try:
         return _DECODERS[payload[0]](payload, in_stream, abort_tail)  # type: ignore[no-any-return]
     except Exception:
-        return decode_payload(payload, in_stream, abort_tail)
+        # decoded once by the fast path; now explained once (empty, unknown tag, bad bytes)
+        return explain_payload(payload, in_stream, abort_tail)
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,8 +77,9 @@ def _abort_tail(protocol_version: int, streaming: str | bool, in_stream: bool) -
     """Validate a decoding context once; the answer is whether Stream Abort has its tail."""
     mode = normalize_streaming(streaming)
     _check_options(protocol_version, mode, False)
-    if in_stream and protocol_version < 2:
-        raise OptionError("in_stream needs protocol_version >= 2")
+    needs = _catalogue.CONDITION_PROTOCOL["in_stream"]
+    if in_stream and protocol_version < needs:
+        raise OptionError(f"in_stream needs protocol_version >= {needs}")
     return mode == "parallel"
 
 
@@ -199,19 +192,24 @@ class PgOutputDecoder:
         index = self._index
         self._index = index + 1
         state = self.state
+        msg: m.PgOutputMessage
         try:
             # (decoder, next state, checks) of this tag in this state: one lookup
             fn, nxt, check = self._fast[state][payload[0]]
-            msg: m.PgOutputMessage = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
         except Exception:
-            pass
+            # empty, an unknown tag, or a message not legal here: not decoded yet
+            msg = self._decode_slow(payload, index, explain_only=False)
         else:
-            if check is not None:
-                check(msg, index)
-            self.state = nxt
-            return msg
-        # The slow path: bad bytes, non-UTF-8 text, or a message not legal here.
-        msg = self._decode_slow(payload, index)
+            try:
+                msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
+            except Exception:
+                # bad bytes or non-UTF-8 text: the fast path ran once, explain it once
+                msg = self._decode_slow(payload, index, explain_only=True)
+            else:
+                if check is not None:
+                    check(msg, index)
+                self.state = nxt
+                return msg
         entry = self._table[state].get(msg.tag)
         if entry is None:
             self._violation(
@@ -226,10 +224,13 @@ class PgOutputDecoder:
         self.state = nxt
         return msg
 
-    def _decode_slow(self, payload: bytes, index: int) -> m.PgOutputMessage:
+    def _decode_slow(self, payload: bytes, index: int, explain_only: bool) -> m.PgOutputMessage:
         in_stream = self.state == _state.STREAM
+        data = bytes(payload)
         try:
-            return decode_payload(bytes(payload), in_stream, self._abort_tail, self._binary_ok)
+            if explain_only:
+                return explain_payload(data, in_stream, self._abort_tail, self._binary_ok)
+            return decode_payload(data, in_stream, self._abort_tail, self._binary_ok)
         except DecodeError as err:
             err.context.update(self._context())
             raise err.with_index(index) from None
@@ -248,11 +249,9 @@ class PgOutputDecoder:
 
         return not_negotiated
 
-    def _negotiated(self, tag: str, needs: tuple[int, str]) -> bool:
-        version, option = needs
-        enabled = getattr(self, option) not in (False, "off")
-        if tag == "p":
-            enabled = enabled and self.streaming != "off"
+    def _negotiated(self, tag: str, needs: tuple[int, tuple[str, ...]]) -> bool:
+        version, options = needs
+        enabled = all(getattr(self, option) not in (False, "off") for option in options)
         return self.protocol_version >= version and enabled
 
     def decode_all(self, payloads: Iterable[bytes]) -> Iterator[m.PgOutputMessage]:
@@ -290,8 +289,12 @@ class PgOutputDecoder:
             raise err
         self.warnings.append(err)
 
-    def _check_negotiated(self, msg: m.PgOutputMessage, needs: tuple[int, str], index: int) -> None:
-        version, option = needs
+    def _check_negotiated(
+        self, msg: m.PgOutputMessage, needs: tuple[int, tuple[str, ...]], index: int
+    ) -> None:
+        version, options = needs
+        # name the first option not asked for (Stream Prepare needs two)
+        option = next((o for o in options if getattr(self, o) in (False, "off")), options[0])
         if msg.tag == "A" and self.streaming == "off":
             # Erratum E-PG18-STRAY-STREAM-ABORT: PostgreSQL 18 may send a Stream Abort for a
             # subtransaction to a client that never asked for streaming. Not an error.
@@ -474,7 +477,7 @@ class PgOutputDecoder:
             self.open_streams.discard(msg.xid)
 
     def _check_flags(self, msg: Any, index: int) -> None:
-        if self.strict and isinstance(msg, _FLAG_ZERO) and msg.flags != 0:
+        if self.strict and type(msg) in _FLAG_ZERO and msg.flags != 0:
             self._violation(
                 "nonzero-flags", "Int8(0) flags (\"currently unused\")", str(msg.flags), index,
                 msg.tag, f"{type(msg).__name__}.flags",

@@ -39,7 +39,6 @@ from construct import (
 from .._primitives import (
     ENCODING,
     ERRORS,
-    UNCHANGED,
     Bool8,
     Byten32,
     Char,
@@ -50,6 +49,7 @@ from .._primitives import (
     String,
     TimestampTz,
     TransactionId,
+    TupleValues,
     UInt16,
     UInt32,
     XLogRecPtr,
@@ -90,29 +90,7 @@ TupleColumn = Struct(
 )
 
 
-class _TupleData(Adapter):  # type: ignore[misc]
-    """A tuple as Python values: str ('t'), bytes ('b'), None ('n'), UNCHANGED ('u')."""
-
-    def _decode(self, obj: Any, context: Any, path: str) -> tuple[Any, ...]:
-        return tuple(
-            None if c.kind == "n" else UNCHANGED if c.kind == "u" else c.value for c in obj
-        )
-
-    def _encode(self, obj: Any, context: Any, path: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for value in obj:
-            if value is None:
-                out.append({"kind": "n", "value": None})
-            elif value is UNCHANGED:
-                out.append({"kind": "u", "value": None})
-            elif isinstance(value, str):
-                out.append({"kind": "t", "value": value})
-            else:
-                out.append({"kind": "b", "value": bytes(value)})
-        return out
-
-
-TupleData = _TupleData(PrefixedArray(UInt16, TupleColumn))
+TupleData = TupleValues(PrefixedArray(UInt16, TupleColumn))
 
 # Update's optional old part: Byte1('K') key or Byte1('O') old tuple, then TupleData.
 OldTupleKind = Optional(CharIn("KO"))

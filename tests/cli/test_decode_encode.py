@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pgwire_spec import XLogData, encode, from_json
+from pgwire_spec import RollbackPrepared, StandbyStatusUpdate, XLogData, encode, from_json
 from pgwire_spec.cli import main
 from tests.pgoutput.vectors import VECTORS
 
@@ -57,6 +57,62 @@ def test_decode_raw_copydata_frames(tmp_path: Path, capsys: pytest.CaptureFixtur
     lines = [json.loads(x) for x in out.splitlines()]
     assert [x["message"]["type"] for x in lines] == ["Begin", "Relation", "Insert"]
     assert "unterminated-transaction" in err
+
+
+def test_decode_rollback_prepared_is_pgoutput_not_a_status_update(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 'r' is also a standby status update's tag: the layer is given, never guessed.
+    f = tmp_path / "rp.hex"
+    f.write_text(encode(RollbackPrepared(0, 0x10, 0x20, 1, 2, 777, "gid-1")).hex() + "\n")
+    assert main(["decode", "--protocol-version", "3", "--two-phase", str(f)]) == 0
+    out, err = capsys.readouterr()
+    (obj,) = [json.loads(x) for x in out.splitlines()]
+    assert obj["type"] == "RollbackPrepared" and obj["gid"] == "gid-1" and obj["xid"] == 777
+    assert err == ""
+
+
+def test_decode_copydata_layer_reads_replication_payloads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    begin = {v.name: v for v in VECTORS}["begin"].message
+    f = tmp_path / "c.hex"
+    f.write_text("\n".join([
+        encode(StandbyStatusUpdate(1, 2, 3, 4, False)).hex(),
+        encode(XLogData(0, 0, 1, encode(begin))).hex(),
+    ]) + "\n")
+    assert main(["decode", "--layer", "copydata", str(f)]) == 1  # ends inside a transaction
+    out, err = capsys.readouterr()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["type"] for x in lines] == ["StandbyStatusUpdate", "XLogData"]
+    assert lines[1]["message"]["type"] == "Begin"
+    assert "unterminated-transaction" in err
+
+
+def test_decode_wire_layer_reads_every_v3_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pgwire_spec.wire import CopyBothResponse, CopyData, CopyDone, encode_message
+
+    body = encode(XLogData(0, 0, 1, b"x"))
+    f = tmp_path / "w.bin"
+    f.write_bytes(
+        encode_message(CopyBothResponse(0, ())) + encode_message(CopyData(body)) + encode_message(CopyDone())
+    )
+    assert main(["decode", "--format", "raw", "--layer", "wire", str(f)]) == 0
+    out, _ = capsys.readouterr()
+    assert [json.loads(x)["type"] for x in out.splitlines()] == ["CopyBothResponse", "CopyData", "CopyDone"]
+
+
+def test_decode_raw_stream_cut_inside_a_message_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "t.bin"
+    f.write_bytes(b"d\x00\x00\x00\x10abc")
+    assert main(["decode", "--format", "raw", str(f)]) == 1
+    _, err = capsys.readouterr()
+    assert "truncated" in err and "Traceback" not in err
+
+
+def test_decode_wire_layer_needs_a_raw_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "x.hex"
+    f.write_text("00\n")
+    assert main(["decode", "--layer", "wire", str(f)]) == 2
+    assert "--format raw" in capsys.readouterr().err
 
 
 def test_decode_error_names_index_offset_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,5 @@
 """PgOutputDecoder: the checks beyond the state table, and the bugs other decoders had
-(protocol-facts.md §9)."""
+(the ``seen_in_other_decoders`` notes of spec/errata.yaml)."""
 
 from __future__ import annotations
 

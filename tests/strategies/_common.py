@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
+from pgwire_spec.pgoutput import _catalogue
 from pgwire_spec.pgoutput import messages as m
 
 #: Generating whole streams is slower than hypothesis' default budget expects.
@@ -16,8 +17,8 @@ def fast(n: int = 100, **kw: Any) -> settings:
     return settings(max_examples=n, deadline=None, suppress_health_check=SLOW_DATA, **kw)
 
 
-#: Messages that carry the xid prefix inside a streamed block.
-PREFIXED = (m.Relation, m.Type, m.Insert, m.Update, m.Delete, m.Truncate, m.LogicalMessage)
+#: Messages that carry the xid prefix inside a streamed block (from the catalogue).
+PREFIXED = tuple(e.cls for e in _catalogue.ENTRIES.values() if e.streamed_xid)
 
 
 def decode_context(msg: m.PgOutputMessage) -> dict[str, Any]:

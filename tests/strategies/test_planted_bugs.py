@@ -1,7 +1,8 @@
 """The strategies find real decoder bugs and shrink them to small counterexamples.
 
 Two toy decoders, each the reference decoder with one bug other decoders shipped
-(protocol-facts.md §9): one reads an unchanged TOAST value ('u') as NULL (electric #1482),
+(spec/errata.yaml, E-KEY-FULL-WIDTH and E-STREAM-ABORT-TAIL): one reads an unchanged TOAST
+value ('u') as NULL (electric #1482),
 one decides Stream Abort's tail by the protocol version instead of streaming = parallel
 (Npgsql). hypothesis.find searches the valid streams for one the toy gets wrong and
 shrinks it; the counterexample is a handful of messages that show the bug. Seen here:

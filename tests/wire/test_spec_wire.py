@@ -5,55 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from construct import Bytes, Const, FocusedSeq, FormatField, Sequence, Struct
-
-from pgwire_spec import _primitives as P
-from pgwire_spec import _spec
+from pgwire_spec import _ir, _spec
 from pgwire_spec.wire import grammar
 from pgwire_spec.wire.messages import MESSAGE_TYPES
 
-_NAMES = {
-    **_spec._TYPE_NAMES,
-    id(P.StringBytes): "StringBytes",
-    id(P.NullableByten32): "NullableByten32",
-    id(grammar.Byte4): "Byte4",
-}
 
-
-def _type(sub: Any) -> Any:
-    if id(sub) in _NAMES:
-        return _NAMES[id(sub)]
-    raise AssertionError(f"no spec name for {sub!r}")
-
-
-def _items(item: Any) -> Any:
-    if isinstance(item, Struct):
-        return _fields(item)
-    if isinstance(item, Sequence):
-        return [_type(s) for s in item.subcons]
-    return _type(item)
-
-
-def _fields(layout: Struct) -> list[dict[str, Any]]:
-    out = []
-    for node in layout.subcons:
-        sub = node.subcon
-        entry: dict[str, Any] = {"name": node.name}
-        if isinstance(sub, Const):
-            assert isinstance(sub.subcon, FormatField)
-            entry.update(type=_type(sub.subcon), const=sub.value)
-        elif isinstance(sub, P.CharIn):
-            entry.update(type="Byte1", values=list(sub.valids))
-        elif isinstance(sub, P.TerminatedList):
-            entry.update(type="List", items=_items(sub.subcon))
-        elif isinstance(sub, FocusedSeq):  # PrefixedArray
-            entry.update(type="Array", count=_type(sub.subcons[0].subcon.subcon),
-                         items=_items(sub.subcons[1].subcon.subcon))
-        else:
-            assert not isinstance(sub, Bytes) or sub is grammar.Byte4
-            entry["type"] = _type(sub)
-        out.append(entry)
-    return out
+def _fields(layout: Any) -> list[dict[str, Any]]:
+    """The grammar's fields in spec/'s vocabulary, from its intermediate form."""
+    return [f.as_dict() for f in _ir.lower("", layout).fields]
 
 
 def _strip(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
