@@ -14,7 +14,12 @@ import pytest
 
 from pgwire_spec.lsn import format_lsn
 from pgwire_spec.physical.wal import parse_segment_name
-from pgwire_spec.replication.commands import ReadReplicationSlot, StartReplication, TimelineHistory, parse_command
+from pgwire_spec.replication.commands import (
+    ReadReplicationSlot,
+    StartReplication,
+    TimelineHistory,
+    parse_command,
+)
 from pgwire_spec.servers import ServerError
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender import Fault, SyncFakeWalsender
