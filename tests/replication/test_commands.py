@@ -776,6 +776,10 @@ def test_old_syntax_round_trips_on_the_majors_that_take_it(cmd: ReplicationComma
         names & {"two_phase"} or (major < 11 and "noverify_checksums" in names)
         or (major < 13 and names & {"manifest", "manifest_checksums"})
     )
+    # A name with a double quote cannot be written where "" is not a quote (10-13, see
+    # _DOUBLED_QUOTE_SINCE): the formatter must refuse it rather than send two identifiers.
+    lacking = lacking or (isinstance(cmd, CreateReplicationSlot) and '"' in cmd.slot_name
+                          and major not in C._DOUBLED_QUOTE_SINCE)
     try:
         text = format_command(cmd, style=style, server_major=major)
     except EncodeError as exc:
