@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import struct
 import warnings
 from typing import Any
 
 from .. import _cgen
-from .._codegen import Family
+from .._codegen import Fail, Family
 from . import _cbuild, grammar, messages
 
 FAMILY = Family(
@@ -61,6 +62,12 @@ if os.environ.get("PGWIRE_SPEC_PURE_PYTHON", "") in ("", "0"):
         warnings.warn(f"pgoutput C decoders not used: {exc}", RuntimeWarning, stacklevel=2)
 
 
+#: What a fast decoder (C or generated Python) raises on bad input: the generated code's Fail,
+#: struct's and bounds errors, ValueError (the C module's Invalid, text that is not UTF-8).
+#: Anything else is a bug of that decoder and must surface, not be explained away.
+BAD_INPUT: tuple[type[BaseException], ...] = (Fail, struct.error, ValueError, TypeError, IndexError, KeyError)
+
+
 def decode_payload(
     data: bytes, in_stream: bool, abort_tail: bool, binary_ok: bool = True
 ) -> messages.PgOutputMessage:
@@ -69,7 +76,7 @@ def decode_payload(
     if fn is not None:
         try:
             return fn(data, in_stream, abort_tail, binary_ok)  # type: ignore[no-any-return]
-        except Exception:
+        except BAD_INPUT:
             pass  # the tracing pass decodes or explains it
     return explain_payload(data, in_stream, abort_tail, binary_ok)
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ..errors import DecodeError, OptionError
 from . import _catalogue, _state
 from . import messages as m
-from ._codec import _DECODERS, decode_payload, explain_payload
+from ._codec import _DECODERS, BAD_INPUT, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
 
@@ -65,11 +65,13 @@ def decode_message(
     abort_tail = _abort_tail(protocol_version, streaming, in_stream)
     if type(payload) is not bytes:
         payload = bytes(payload)
-    try:
-        return _DECODERS[payload[0]](payload, in_stream, abort_tail)  # type: ignore[no-any-return]
-    except Exception:
-        # decoded once by the fast path; now explained once (empty, unknown tag, bad bytes)
-        return explain_payload(payload, in_stream, abort_tail)
+    fn = _DECODERS.get(payload[0]) if payload else None
+    if fn is not None:
+        try:
+            return fn(payload, in_stream, abort_tail)  # type: ignore[no-any-return]
+        except BAD_INPUT:
+            pass  # decoded once by the fast path (bad bytes): now explained once
+    return explain_payload(payload, in_stream, abort_tail)  # or empty, or an unknown tag
 
 
 @functools.lru_cache(maxsize=64)
@@ -202,7 +204,7 @@ class PgOutputDecoder:
         else:
             try:
                 msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
-            except Exception:
+            except BAD_INPUT:
                 # bad bytes or non-UTF-8 text: the fast path ran once, explain it once
                 msg = self._decode_slow(payload, index, explain_only=True)
             else:
