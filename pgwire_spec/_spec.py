@@ -17,10 +17,11 @@ import yaml
 
 from . import _ir
 from . import catalogue as cat
+from ._resources import spec_dir
 from .jsonform import _FIELDS, FORMAT_VERSION
 from .pgoutput import _catalogue as pg_catalogue
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+SPEC_DIR = spec_dir()
 
 
 

@@ -7,11 +7,10 @@ import asyncio
 import signal
 import sys
 
-HELP = "serve a scenario as a fake PostgreSQL walsender (logical replication) on loopback"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", help="scenario file (YAML or JSON; see examples/scenarios/)")
+    p.add_argument("scenario", help="scenario file (YAML or JSON), or the name of a shipped example "
+                   "scenario (e.g. accounts; a wrong name lists them)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed at start)")
     p.add_argument("--transcript", metavar="FILE",
@@ -20,9 +19,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._resources import scenario_path
     from ..walsender import load_scenario
 
-    scenario = load_scenario(args.scenario)
+    path = scenario_path(args.scenario)
+    scenario = load_scenario(str(path))
+    if str(path) != args.scenario and not args.quiet:
+        print(f"scenario {args.scenario}: {path}", file=sys.stderr, flush=True)
     if not 0 <= args.port <= 65535:
         raise ValueError(f"expected a port from 0 to 65535, found {args.port}")
     return asyncio.run(_serve(scenario, args))

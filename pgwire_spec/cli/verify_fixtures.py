@@ -14,17 +14,18 @@ import json
 import sys
 from pathlib import Path
 
+from .. import __version__
+from .._resources import data_source
 from ..capture import builtin_workload, compare, find_fixture_files, read_fixture, run_capture, verify_paths
 from ..capture.fixture import FixtureError
 from ..capture.options import option_sets
 from ..servers import PROVIDERS, parse_majors, provider
 
-HELP = "verify fixture files (decode, re-encode, expected JSON); --drift: compare with a live capture"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", default=["fixtures"],
-                   help="fixture files or directories (default: fixtures)")
+    p.add_argument("paths", nargs="*",
+                   help="fixture files or directories (default: the golden corpus: $PGWIRE_SPEC_FIXTURES, "
+                   "the checkout's fixtures/, or the installed package's copy)")
     p.add_argument("--no-sequence", action="store_true",
                    help="check cases one by one only, not each group replayed as a stream")
     p.add_argument("--max-errors", type=int, default=50, help="mismatches to print (default: 50)")
@@ -43,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.paths:
+        source = data_source("fixtures")
+        args.paths = [str(source.path)]
+        if not args.quiet:
+            print(f"corpus: {source} of pgwire-spec {__version__}", file=sys.stderr, flush=True)
     if args.drift:
         return _drift(args)
     if args.stats:

@@ -29,6 +29,7 @@ from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .._resources import spec_dir
 from ..errors import DecodeError
 from ..fuzz._fields import field_map
 from ..fuzz.seeds import SeedStream, builtin_streams
@@ -203,7 +204,7 @@ def _rules_catalogue() -> dict[str, dict[str, Any]]:
     global _CATALOGUE
     if _CATALOGUE is None:
         _CATALOGUE = {}
-        path = Path(__file__).resolve().parents[2] / "spec" / "rules.yaml"
+        path = spec_dir() / "rules.yaml"
         if path.is_file():
             import yaml
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import _resources
 from ..errors import PgWireError
 from .shards import Campaign
 
@@ -23,8 +24,12 @@ class CampaignError(PgWireError):
 
 
 def campaigns_dir() -> Path:
-    """``fuzz/campaigns`` of the checkout this package runs from."""
-    return Path(__file__).resolve().parents[2] / "fuzz" / "campaigns"
+    """The shipped campaign definitions (``fuzz/campaigns/`` of a checkout, or the installed
+    package's copy)."""
+    try:
+        return _resources.campaigns_dir()
+    except _resources.ResourceError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 def load_campaign(name_or_path: str | Path) -> Campaign:

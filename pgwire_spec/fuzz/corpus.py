@@ -5,23 +5,22 @@ Sources, named in campaign definitions:
 ``builtin``
     :func:`pgwire_spec.fuzz.seeds.builtin_streams` (always there);
 ``fixtures`` / ``fixtures:PATH``
-    the golden fixtures (``fixtures/`` of a source checkout, ``$PGWIRE_SPEC_FIXTURES``, or
-    PATH): one stream per fixture group (option set), in capture order;
+    the golden fixtures (``$PGWIRE_SPEC_FIXTURES``, ``fixtures/`` of a source checkout, the
+    installed package's copy, or PATH): one stream per fixture group (option set), in capture order;
 ``findings:PATH``
     regression fixtures written by earlier campaigns (same format).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .._resources import ResourceError, fixtures_dir
+from ..errors import PgWireError
 from .seeds import SeedStream, builtin_streams
 
 __all__ = ["fixtures_root", "load_fixture_streams", "load_corpus", "CorpusError"]
-
-from ..errors import PgWireError
 
 
 class CorpusError(PgWireError):
@@ -29,15 +28,12 @@ class CorpusError(PgWireError):
 
 
 def fixtures_root() -> Path | None:
-    """Where the golden fixtures are: ``$PGWIRE_SPEC_FIXTURES``, the checkout's
-    ``fixtures/`` next to the package, or ``./fixtures``; None if none exists."""
-    env = os.environ.get("PGWIRE_SPEC_FIXTURES")
-    candidates = [Path(env)] if env else []
-    candidates += [Path(__file__).resolve().parents[2] / "fixtures", Path.cwd() / "fixtures"]
-    for c in candidates:
-        if c.is_dir() and any(c.glob("*.json*")):
-            return c
-    return None
+    """Where the golden fixtures are (:func:`pgwire_spec._resources.fixtures_dir`:
+    ``$PGWIRE_SPEC_FIXTURES``, the checkout, or the installed package); None if nowhere."""
+    try:
+        return fixtures_dir()
+    except ResourceError:
+        return None
 
 
 def load_fixture_streams(root: Path | str | None = None) -> list[SeedStream]:

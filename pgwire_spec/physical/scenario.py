@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._resources import fixtures_dir
 from ..walsender.scenario import ScenarioError
 from ..walsender.scenario import lsn_value as _lsn
 from .backup import BackupSource
@@ -32,8 +33,8 @@ from .serve import PhysicalSource
 
 __all__ = ["load_physical", "FIXTURES"]
 
-#: The recordings of the source tree.
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "physical"
+#: The shipped physical recordings (the checkout's or the installed package's).
+FIXTURES = fixtures_dir() / "physical"
 _KEYS = ("recording", "split", "slots", "backup")
 
 
