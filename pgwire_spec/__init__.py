@@ -7,45 +7,48 @@ the toolkit (fixtures, fake walsender, strategies, conformance, fuzzing).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .errors import CommandSyntaxError, DecodeError, EncodeError, OptionError, PgWireError
-from .jsonform import from_json, to_json
 from .lsn import datetime_to_timestamp, format_lsn, parse_lsn, timestamp_to_datetime
-from .pgoutput import _codec as _pg_codec
-from .pgoutput.decoder import PgOutputDecoder, decode_message
-from .pgoutput.messages import (
-    UNCHANGED,
-    Begin,
-    BeginPrepare,
-    Commit,
-    CommitPrepared,
-    Delete,
-    Insert,
-    LogicalMessage,
-    Origin,
-    PgOutputMessage,
-    Prepare,
-    Relation,
-    RelationColumn,
-    RollbackPrepared,
-    StreamAbort,
-    StreamCommit,
-    StreamPrepare,
-    StreamStart,
-    StreamStop,
-    Truncate,
-    Type,
-    Update,
-)
-from .replication.messages import (
-    HotStandbyFeedback,
-    PrimaryKeepalive,
-    ReplicationMessage,
-    StandbyStatusUpdate,
-    XLogData,
-    decode_copy_data,
-)
+
+if TYPE_CHECKING:  # the names of the lazy table below, for type checkers and readers
+    from .jsonform import from_json, to_json
+    from .pgoutput.decoder import PgOutputDecoder, decode_message
+    from .pgoutput.messages import (
+        UNCHANGED,
+        Begin,
+        BeginPrepare,
+        Commit,
+        CommitPrepared,
+        Delete,
+        Insert,
+        LogicalMessage,
+        Origin,
+        PgOutputMessage,
+        Prepare,
+        Relation,
+        RelationColumn,
+        RollbackPrepared,
+        StreamAbort,
+        StreamCommit,
+        StreamPrepare,
+        StreamStart,
+        StreamStop,
+        Truncate,
+        Type,
+        Update,
+    )
+    from .replication.messages import (
+        HotStandbyFeedback,
+        PrimaryKeepalive,
+        ReplicationMessage,
+        StandbyStatusUpdate,
+        XLogData,
+        decode_copy_data,
+    )
+    from .walsender.server import FakeWalsender, SyncFakeWalsender
 
 __version__ = "0.1.0"
 
@@ -98,6 +101,40 @@ __all__ = [
 
 _ENCODERS: dict[type, Any] = {}
 
+#: Public name -> the module that defines it. Importing the package imports none of them
+#: (``import pgwire_spec`` stays fast and free of I/O modules): each is imported on first use.
+_LAZY: dict[str, str] = {
+    "PgOutputDecoder": ".pgoutput.decoder",
+    "decode_message": ".pgoutput.decoder",
+    "decode_copy_data": ".replication.messages",
+    "to_json": ".jsonform",
+    "from_json": ".jsonform",
+    "FakeWalsender": ".walsender.server",
+    "SyncFakeWalsender": ".walsender.server",
+    **{name: ".pgoutput.messages" for name in (
+        "UNCHANGED", "PgOutputMessage", "Begin", "LogicalMessage", "Commit", "Origin", "Relation",
+        "RelationColumn", "Type", "Insert", "Update", "Delete", "Truncate", "StreamStart", "StreamStop",
+        "StreamCommit", "StreamAbort", "BeginPrepare", "Prepare", "CommitPrepared", "RollbackPrepared",
+        "StreamPrepare",
+    )},
+    **{name: ".replication.messages" for name in (
+        "ReplicationMessage", "XLogData", "PrimaryKeepalive", "StandbyStatusUpdate", "HotStandbyFeedback",
+    )},
+}
+
+#: Modules whose import registers message classes with encode() and the JSON form: the v3
+#: frontend/backend messages register themselves in pgwire_spec.wire.
+_REGISTERING = (".pgoutput._codec", ".replication.messages", ".wire")
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(name, __name__)
+
+
+def _registered() -> None:
+    for module in _REGISTERING:
+        _module(module)
+
 
 def encode(message: Any) -> bytes:
     """Encode any message object of this package to its bytes, without context.
@@ -105,28 +142,27 @@ def encode(message: Any) -> bytes:
     pgoutput messages give their payload; replication messages (XLogData …) the bytes
     inside CopyData; frontend/backend messages their whole framed message.
     """
-    if isinstance(message, PgOutputMessage):
-        return _pg_codec.encode(message)
-    if isinstance(message, ReplicationMessage):
-        from .replication.messages import encode_copy_data
-
-        return encode_copy_data(message)
+    _registered()
+    if isinstance(message, _module(".pgoutput.messages").PgOutputMessage):
+        return _module(".pgoutput._codec").encode(message)  # type: ignore[no-any-return]
+    if isinstance(message, _module(".replication.messages").ReplicationMessage):
+        return _module(".replication.messages").encode_copy_data(message)  # type: ignore[no-any-return]
     fn = _ENCODERS.get(type(message))
     if fn is None:
         raise EncodeError(f"not a message this package encodes: {type(message).__name__}")
     return fn(message)  # type: ignore[no-any-return]
 
 
-# The v3 frontend/backend messages register their encoder and JSON form on import, so that
-# encode() and from_json() know them without an explicit import of pgwire_spec.wire.
-from . import wire as _wire  # noqa: E402,F401
-
-
 def __getattr__(name: str) -> Any:
-    # The fake walsender's asyncio shell is imported on first use: importing pgwire_spec
-    # stays free of I/O modules (the core is sans-IO).
-    if name in ("FakeWalsender", "SyncFakeWalsender"):
-        from . import walsender
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in ("to_json", "from_json"):
+        _registered()  # from_json knows every message class by its name
+    value = getattr(_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(walsender, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,7 +1,7 @@
 """The ``pgwire-spec`` command line: a thin shell over the library.
 
-Each subcommand lives in its own module of this package with ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``. A user's mistake (bad input, a missing
+Each subcommand lives in its own module of this package with ``add_arguments(parser)`` and
+``run(args) -> int``; its one-line help is in :data:`COMMANDS`. A user's mistake (bad input, a missing
 file, a server that refuses) ends in one clear line on stderr and exit status 1 or 2, never
 a traceback.
 """
@@ -10,41 +10,67 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import PgWireError
 
-#: Subcommand name -> module of this package.
-COMMANDS: dict[str, str] = {
-    "decode": "decode",
-    "encode": "encode",
-    "capture": "capture",
-    "verify-fixtures": "verify_fixtures",
-    "conform": "conform",
-    "fuzz": "fuzz",
-    "serve": "serve",
+#: Subcommand -> (module of this package, one-line help). Only the chosen command's module is
+#: imported, so ``pgwire-spec --help`` imports none of them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "decode": ("decode", "decode pgoutput / replication / v3 messages to JSON lines"),
+    "encode": ("encode", "encode JSON lines (the JSON form of messages) to hex payloads"),
+    "capture": ("capture", "capture pgoutput fixtures from real servers (built-in workload or your SQL)"),
+    "verify-fixtures": ("verify_fixtures", "verify fixture files (decode, re-encode, expected JSON); --drift: compare with a live capture"),
+    "conform": ("conform", "run the conformance suite against a pgoutput decoder (adapter contract: spec/adapter-contract.md)"),
+    "fuzz": ("fuzz", "fuzz the reference decoder or an adapter on Spark (mutation + generation); replay findings"),
+    "serve": ("serve", "serve a scenario as a fake PostgreSQL walsender (logical replication) on loopback"),
+    "export": ("export", "write the golden corpus, spec/ (schemas, rules, errata) and the example scenarios to a folder"),
 }
 
 
+def _version() -> str:
+    from .. import __version__
+    from .._resources import ResourceError, data_source
+
+    try:
+        corpus = str(data_source("fixtures"))
+    except ResourceError as exc:
+        corpus = f"not found ({exc})"
+    codec = "C" if importlib.util.find_spec("pgwire_spec._speedups") else "pure Python"
+    return f"pgwire-spec {__version__} (codec: {codec}; corpus: {corpus})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked (it looks the corpus up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version, codec and corpus, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(_version())
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with *only*, just that subcommand's module is imported (so ``decode``
-    never pays for importing Spark, and each command starts fast)."""
+    """The parser. Only the module of *only* (the chosen subcommand) is imported: ``decode``
+    never pays for importing Spark, and ``pgwire-spec --help`` imports no command."""
     parser = argparse.ArgumentParser(
         prog="pgwire-spec",
         description="PostgreSQL logical replication, byte for byte: decode, encode, capture, "
-        "verify, serve, conform, fuzz.",
+        "verify, serve, conform, fuzz, export.",
     )
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module_name in COMMANDS.items():
-        if only is not None and name != only:
-            sub.add_parser(name)
-            continue
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == only:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
     return parser
 
 

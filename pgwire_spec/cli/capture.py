@@ -18,8 +18,6 @@ from typing import Any
 from ..capture import builtin_workload, fixture_name, run_capture, sql_workload, write_fixture
 from ..servers import PROVIDERS, parse_majors, provider
 
-HELP = "capture pgoutput fixtures from real servers (built-in workload or your SQL)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--providers",

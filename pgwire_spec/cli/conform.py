@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "run the conformance suite against a pgoutput decoder (adapter contract: spec/adapter-contract.md)"
-
 _SOURCES = ("fixture", "builtin", "generated", "malformed")
 
 

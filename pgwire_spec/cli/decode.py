@@ -31,8 +31,6 @@ from ..replication.messages import XLogData
 from ..wire import BackendReader, CopyData
 from ._io import add_input, open_input
 
-HELP = "decode pgoutput / replication / v3 messages to JSON lines"
-
 LAYERS = ("pgoutput", "copydata", "wire")
 _CHUNK = 1 << 16
 

@@ -10,8 +10,6 @@ from ..errors import DecodeError, EncodeError  # noqa: F401
 from ..jsonform import from_json
 from ._io import add_input, open_input
 
-HELP = "encode JSON lines (the JSON form of messages) to hex payloads"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input(p)

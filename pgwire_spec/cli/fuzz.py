@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HELP = "fuzz the reference decoder or an adapter on Spark (mutation + generation); replay findings"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--campaign", metavar="FILE|NAME",

@@ -11,10 +11,8 @@ from tests._servers import pg_server  # noqa: F401  (the session-scoped server f
 
 
 @pytest.fixture
-def run_cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., int]:
-    """``pgwire-spec`` with only the subcommands under test registered (the real main(),
-    its error handling included; other subcommands may be mid-change in the tree)."""
-    monkeypatch.setattr(cli, "COMMANDS", {"capture": "capture", "verify-fixtures": "verify_fixtures"})
+def run_cli() -> Callable[..., int]:
+    """``pgwire-spec`` in this process (the real main(), its error handling included)."""
 
     def run(*argv: str) -> int:
         return cli.main(list(argv))

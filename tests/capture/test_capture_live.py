@@ -150,9 +150,7 @@ def _postgres_on_port(port: int) -> list[tuple[int, list[bytes]]]:
 @pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/postgres").exists(), reason="needs Debian's postgresql-15")
 def test_ctrl_c_during_capture_stops_the_server_and_removes_its_files(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pgwire_spec import cli; "
-         "cli.COMMANDS = {'capture': 'capture'}; sys.exit(cli.main(sys.argv[1:]))",
-         "capture", "--providers", "system", "--majors", "15", "--out", str(tmp_path)],
+        [sys.executable, "-m", "pgwire_spec", "capture", "--providers", "system", "--majors", "15", "--out", str(tmp_path)],
         stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.stderr is not None
