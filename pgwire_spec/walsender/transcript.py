@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from ..jsonform import to_json
 from ..lsn import format_lsn
@@ -161,6 +161,14 @@ class Transcript:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        """Entries by position, as in :attr:`entries` (``transcript[0]``, ``transcript[-3:]``)."""
+        return self.entries[index]
 
     def connection(self, n: int) -> list[Entry]:
         return [e for e in self.entries if e.connection == n]

@@ -191,3 +191,5 @@ def test_transcript_records_both_directions_or_nothing(record: bool) -> None:
     text = tr.text()
     assert "[1] F Query \"CREATE_REPLICATION_SLOT t" in text and "CopyData w start=" in text
     assert tr.jsonl().count("\n") == len(tr) - 1
+    # indexable like its entries (the README's transcript[0])
+    assert tr[0] is tr.entries[0] and tr[-2:] == tr.entries[-2:] and tr[0].event == "connected"
