@@ -102,7 +102,11 @@ def main() -> int:
     p.add_argument("--spark-repeat", type=int, default=3)
     p.add_argument("--skip-spark", action="store_true")
     p.add_argument("--spark-child", metavar="MASTER", help=argparse.SUPPRESS)
+    p.add_argument("--short", action="store_true", help="a quick run for CI (the script must not rot; figures are rough)")
     args = p.parse_args()
+    if args.short:
+        args.repeat, args.cases, args.generate_cases, args.peer_cases = 1, 5_000, 10, 1_000
+        args.budget, args.spark_repeat = 4.0, 1
     if args.spark_child:
         print(json.dumps(_spark_child(args.spark_child, args.budget)))
         return 0

@@ -127,7 +127,10 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--short", action="store_true", help="a quick run for CI (the script must not rot; figures are rough)")
     args = parser.parse_args()
+    if args.short:
+        args.examples, args.repeat = 10, 1
     rates: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in CASES}
     for _ in range(args.repeat):
         for name, strategy, count, _unit in CASES:  # interleaved: load hits every case alike

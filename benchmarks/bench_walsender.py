@@ -88,7 +88,10 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--short", action="store_true", help="a quick run for CI (the script must not rot; figures are rough)")
     args = ap.parse_args()
+    if args.short:
+        args.transactions, args.rows, args.repeat = 50, 10, 1
 
     import psycopg
 
