@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -74,13 +75,40 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: stopped from outside. A KeyboardInterrupt, so that every cleanup
+    written for Ctrl-C (servers, subprocess adapters, Spark sessions) runs for them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> None:
+    # A shell starts a background job with SIGINT ignored; a user's `kill -INT` must still
+    # stop it (and clean up), as Ctrl-C does in the foreground.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     chosen = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(chosen if chosen in COMMANDS else None)
     args = parser.parse_args(words)
+    if argv is None:  # the process's own command line: it owns the process's signals
+        _install_signal_handlers()
     try:
         return int(args._run(args) or 0)
+    except Terminated as exc:
+        print(f"stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

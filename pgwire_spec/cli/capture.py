@@ -7,12 +7,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ..capture import builtin_workload, fixture_name, run_capture, sql_workload, write_fixture
@@ -48,13 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def run(args: argparse.Namespace) -> int:
-    signal.signal(signal.SIGTERM, _on_sigterm)  # stop servers on kill as on Ctrl-C
-
     def say(msg: str) -> None:
         if not args.quiet:
             print(f"[capture] {msg}", file=sys.stderr, flush=True)

@@ -147,11 +147,25 @@ def _postgres_on_port(port: int) -> list[tuple[int, list[bytes]]]:
     return out
 
 
+def _ignore_sigint() -> None:
+    # what a shell does to a job it starts in the background (`pgwire-spec capture … &`)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/postgres").exists(), reason="needs Debian's postgresql-15")
-def test_ctrl_c_during_capture_stops_the_server_and_removes_its_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "background", "status", "said"), [
+    (signal.SIGINT, False, 130, "interrupted"),
+    (signal.SIGINT, True, 130, "interrupted"),
+    (signal.SIGTERM, False, 143, "stopped by SIGTERM"),
+    (signal.SIGHUP, True, 129, "stopped by SIGHUP"),
+], ids=["ctrl-c", "sigint-in-background", "sigterm", "sighup"])
+def test_a_signal_during_capture_stops_the_server_and_removes_its_files(
+    tmp_path: Path, sig: signal.Signals, background: bool, status: int, said: str,
+) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "pgwire_spec", "capture", "--providers", "system", "--majors", "15", "--out", str(tmp_path)],
         stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+        preexec_fn=_ignore_sigint if background else None,
     )
     assert proc.stderr is not None
     port = None
@@ -167,10 +181,10 @@ def test_ctrl_c_during_capture_stops_the_server_and_removes_its_files(tmp_path: 
     args = running[0][1]
     data_dir = Path(args[args.index(b"-D") + 1].decode())
     assert data_dir.is_dir()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     rest = proc.stderr.read()
-    assert proc.wait(60) == 130, rest
-    assert "interrupted" in rest
+    assert proc.wait(60) == status, rest
+    assert said in rest and "Traceback" not in rest
     assert _postgres_on_port(port) == []
     assert not data_dir.parent.exists(), f"{data_dir.parent} left behind"
     assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,4 @@
-"""``pgwire-spec serve``: prints where it listens, serves, stops cleanly on SIGTERM/SIGINT;
+"""``pgwire-spec serve``: prints where it listens, serves, stops cleanly on SIGTERM/SIGINT/SIGHUP;
 a user's mistake is one line on stderr."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _serve(*args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_serve_prints_the_address_and_stops_on_a_signal(sig: int, tmp_path: Path) -> None:
     import psycopg
 
