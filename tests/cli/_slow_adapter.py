@@ -15,7 +15,6 @@ from typing import Any
 from pgwire_spec.conformance.adapter import serve
 from pgwire_spec.conformance.adapters.reference import decode_case as reference
 
-
 _served = 0
 
 
