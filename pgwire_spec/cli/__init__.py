@@ -114,7 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except (PgWireError, OSError, ValueError) as exc:
+    except OSError as exc:
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        print(f"pgwire-spec {args.command}: error: {what}", file=sys.stderr)
+        return 1
+    except (PgWireError, ValueError) as exc:
         print(f"pgwire-spec {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

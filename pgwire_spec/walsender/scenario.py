@@ -405,21 +405,28 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
     else:
         path = Path(source)
         try:
-            exists = path.is_file()
+            is_file, is_dir = path.is_file(), path.is_dir()
         except OSError:
-            exists = False
-        if not exists:
-            raise ScenarioError(str(source), "an existing scenario file (YAML or JSON)", "no such file")
+            is_file = is_dir = False
+        if not is_file:
+            raise ScenarioError(str(source), "a scenario file (YAML or JSON)",
+                                "a directory" if is_dir else "no such file")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(str(path), "a readable UTF-8 YAML or JSON file", str(exc)) from None
         name = path.stem
         base = path.resolve().parent
-    data = _parse_text(text, name)
+    where = str(source) if base is not None else name
+    data = _parse_text(text, where)
     if not isinstance(data, Mapping):
-        raise ScenarioError(name, "a mapping at the top level", type(data).__name__)
-    return Scenario.from_dict(data, name=name, base=base)
+        raise ScenarioError(where, "a mapping at the top level", type(data).__name__)
+    if base is None:
+        return Scenario.from_dict(data, name=name, base=base)
+    try:
+        return Scenario.from_dict(data, name=name, base=base)
+    except ScenarioError as err:  # name the file, then the entry inside it
+        raise ScenarioError(f"{where}: {err.path}" if err.path else where, err.expected, err.found) from None
 
 
 def _parse_text(text: str, where: str) -> Any:
@@ -434,7 +441,11 @@ def _parse_text(text: str, where: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ScenarioError(where, "valid YAML or JSON", str(exc).replace("\n", " ")) from None
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{where}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else where
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        raise ScenarioError(at, "valid YAML or JSON", f"{problem}" + (f" ({context})" if context else "")) from None
 
 
 # ------------------------------------------------------------------------------------------

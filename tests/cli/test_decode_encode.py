@@ -174,3 +174,10 @@ def test_from_json_rejects_unknown_types() -> None:
     with pytest.raises(DecodeError) as info:
         from_json({"type": "Nope"})
     assert info.value.rule == "invalid-json"
+
+
+def test_a_folder_or_a_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    for args, said in ((["decode", str(tmp_path)], "Is a directory"), (["encode", str(tmp_path / "nope")], "No such file")):
+        proc = subprocess.run([sys.executable, "-m", "pgwire_spec", *args], capture_output=True, text=True)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert proc.stderr.count("\n") == 1 and said in proc.stderr and str(tmp_path) in proc.stderr

@@ -141,6 +141,21 @@ def test_missing_file_and_bad_yaml() -> None:
         load_scenario("a: [1,\nb: }")
 
 
+def test_file_errors_name_the_file_the_line_and_the_entry(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("server:\n  version: 16\ntables:\n  - name: t\n    columns: [a int\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(bad)
+    assert info.value.path.startswith(f"{bad}, line ") and "<unicode string>" not in str(info.value)
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("server:\n  version: 99\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(wrong)
+    assert info.value.path == f"{wrong}: server.version" and "99" in info.value.found
+    with pytest.raises(ScenarioError, match="found a directory"):
+        load_scenario(tmp_path)
+
+
 def test_final_rows_without_initial_rows_skip_changes_to_missing_rows() -> None:
     s = load_scenario(ISSUE_EXAMPLE)
     # a subscriber with copy_data = false never had alice: deleting her is a no-op
