@@ -53,11 +53,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "replication payloads (XLogData, keepalives, ...) whose XLogData carry pgoutput "
         "(default for raw); wire: the v3 messages of a raw stream themselves",
     )
-    p.add_argument("--protocol-version", type=int, default=1, choices=(1, 2, 3, 4))
-    p.add_argument("--streaming", choices=("off", "on", "parallel"), default="off")
-    p.add_argument("--two-phase", action="store_true")
-    p.add_argument("--binary", action="store_true")
-    p.add_argument("--messages", action="store_true")
+    p.add_argument("--protocol-version", type=int, default=1, choices=(1, 2, 3, 4),
+                   help="pgoutput proto_version the stream was negotiated with (default: 1)")
+    p.add_argument("--streaming", choices=("off", "on", "parallel"), default="off",
+                   help="the streaming option: 'on' adds streamed blocks (protocol >= 2), 'parallel' also "
+                   "Stream Abort's LSN and time (protocol 4) (default: off)")
+    p.add_argument("--two-phase", action="store_true",
+                   help="two_phase was on: Begin Prepare, Prepare, Commit/Rollback Prepared (protocol >= 3)")
+    p.add_argument("--binary", action="store_true", help="binary was on: tuple values may be 'b' (binary)")
+    p.add_argument("--messages", action="store_true", help="messages was on: logical decoding messages 'M'")
     p.add_argument(
         "--lenient", action="store_true",
         help="report sequence violations as warnings on stderr instead of failing",

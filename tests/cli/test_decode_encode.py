@@ -181,3 +181,15 @@ def test_a_folder_or_a_missing_file_is_one_line_naming_it(tmp_path: Path) -> Non
         proc = subprocess.run([sys.executable, "-m", "pgwire_spec", *args], capture_output=True, text=True)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert proc.stderr.count("\n") == 1 and said in proc.stderr and str(tmp_path) in proc.stderr
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    import argparse
+
+    from pgwire_spec.cli import COMMANDS, build_parser
+
+    for name in COMMANDS:
+        parser = build_parser(name)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        bare = [a.option_strings or [a.dest] for a in sub._actions if not a.help and a.help is not argparse.SUPPRESS]
+        assert not bare, (name, bare)
