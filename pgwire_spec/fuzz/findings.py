@@ -166,7 +166,7 @@ def write_regression(f: Finding, directory: Path | str, campaign: Campaign) -> P
         notes={
             "fuzz-finding": "An input found by a fuzz campaign (pgwire-spec fuzz): replay it with "
                             "`pgwire-spec fuzz --replay ID`.",
-            f"oracle-{f.oracle}": _ORACLES.get(f.oracle, f.oracle),
+            f"oracle-{f.oracle}": ORACLES.get(f.oracle, f.oracle),
             "signature": f.signature,
             "detail": f.detail,
             "found": f"engine {f.engine}, shard {f.shard}, case {f.case_index}, mutations "
@@ -177,10 +177,12 @@ def write_regression(f: Finding, directory: Path | str, campaign: Campaign) -> P
     return write_fixture(fx, Path(directory) / f"{f.id}.json")
 
 
-_ORACLES = {
+#: Every oracle a campaign can run, by the name its findings carry, with what it checks.
+ORACLES = {
     "roundtrip": "The reference accepted the input but does not re-encode it to the same bytes.",
     "exception": "Decoding raised an exception other than DecodeError.",
     "internal": "The fast and the tracing decoders disagree (DecodeError rule 'internal').",
+    "backend": "The C decoder accepts what the Python codec rejects, or decodes it otherwise.",
     "json": "The JSON form of the decoded message does not read back to the same message.",
     "timeout": "No verdict within the per-case timeout.",
     "memory": "Peak memory grew past the campaign's limit.",

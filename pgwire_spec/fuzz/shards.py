@@ -19,6 +19,7 @@ import os
 import random
 import resource
 import signal
+import socket
 import threading
 import time
 import zlib
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..pgoutput import _codec
 from .seeds import SeedStream
 
 __all__ = [
@@ -185,6 +187,8 @@ class ShardResult:
     pid: int = 0
     #: CPU seconds of the running process (the core's own time, whatever else shares it)
     cpu_seconds: float = 0.0
+    #: The pgoutput codec the executor ran: "c" (the generated C decoders) or "python"
+    backend: str = ""
 
     @property
     def occurrences(self) -> int:
@@ -207,7 +211,7 @@ class ShardResult:
             "cases_per_cpu_second": round(self.cpu_rate, 1), "crc": self.crc,
             "findings": len(self.findings), "occurrences": self.occurrences,
             "findings_list": [f.to_dict() for f in self.findings],
-            "notes": list(self.notes), "host": self.host, "pid": self.pid,
+            "notes": list(self.notes), "host": self.host, "pid": self.pid, "backend": self.backend,
         }
 
     @classmethod
@@ -216,7 +220,7 @@ class ShardResult:
                    accepted=d["accepted"], rejected=d["rejected"], seconds=d["seconds"], crc=d["crc"],
                    findings=tuple(Finding.from_dict(f) for f in d.get("findings_list", ())),
                    notes=tuple(d.get("notes", ())), host=d.get("host", ""), pid=d.get("pid", 0),
-                   cpu_seconds=d.get("cpu_seconds", 0.0))
+                   cpu_seconds=d.get("cpu_seconds", 0.0), backend=d.get("backend", ""))
 
 
 class _Acc:
@@ -354,8 +358,6 @@ def _target_name(campaign: Campaign) -> str:
 def run_shard(shard: Shard, streams: Sequence[SeedStream],
               progress: Callable[[int], None] | None = None) -> ShardResult:
     """Run one shard in this process until its budget or case count is reached."""
-    import socket
-
     c = shard.campaign
     acc = _Acc()
     started = time.perf_counter()  # the budget includes preparing seeds and the adapter
@@ -379,7 +381,7 @@ def run_shard(shard: Shard, streams: Sequence[SeedStream],
     return ShardResult(
         shard.index, shard.engine, shard.seed, acc.cases, oracle.accepted, oracle.rejected, acc.seconds,
         acc.crc, tuple(acc.findings.values()), tuple(acc.notes), socket.gethostname(), os.getpid(),
-        acc.cpu_seconds,
+        acc.cpu_seconds, _codec.BACKEND,
     )
 
 

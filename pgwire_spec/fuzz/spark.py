@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PgWireError
-from .findings import merge_findings, minimise, write_regression
+from ..pgoutput import _codec
+from .findings import ORACLES, merge_findings, minimise, write_regression
 from .seeds import SeedStream
 from .shards import Campaign, Finding, ShardResult, plan_shards
 
@@ -63,6 +64,10 @@ class CampaignReport:
     seconds: float
     corpus: str = ""
     paths: dict[str, str] = field(default_factory=dict)
+    #: how the package reached the executors (see spark_session)
+    shipping: str = ""
+    #: the pgoutput codec of the driver ("c" or "python")
+    driver_backend: str = ""
 
     @property
     def cases(self) -> int:
@@ -86,6 +91,35 @@ class CampaignReport:
             e["cases_per_cpu_second"] = e["cases"] / e["cpu_seconds"] if e["cpu_seconds"] else 0.0
         return out
 
+    def oracles(self) -> list[str]:
+        """The oracles this campaign ran (see :data:`pgwire_spec.fuzz.findings.ORACLES`)."""
+        c = self.campaign
+        if c.adapter_cmd or c.target != "reference":
+            names = ["differential", "crash", "timeout", "memory"]
+        else:
+            names = ["roundtrip", "json", "internal", "exception", "timeout", "memory"]
+            if any(s.backend == "c" for s in self.shards):
+                names.append("backend")
+        if any(s.engine == "generate" for s in self.shards):
+            names.append("catalogue")
+        return names
+
+    def executors(self) -> dict[str, dict[str, Any]]:
+        """Per executor process (host:pid): its codec backend, shards, cases, cases/s."""
+        out: dict[str, dict[str, Any]] = {}
+        for s in self.shards:
+            e = out.setdefault(f"{s.host}:{s.pid}", {"backend": s.backend, "shards": 0, "cases": 0,
+                                                      "seconds": 0.0, "cpu_seconds": 0.0})
+            e["shards"] += 1
+            e["cases"] += s.cases
+            e["seconds"] += s.seconds
+            e["cpu_seconds"] += s.cpu_seconds
+        for e in out.values():
+            e["cases_per_second"] = round(e["cases"] / e["seconds"], 1) if e["seconds"] else 0.0
+            e["cases_per_cpu_second"] = round(e["cases"] / e["cpu_seconds"], 1) if e["cpu_seconds"] else 0.0
+            e["seconds"], e["cpu_seconds"] = round(e["seconds"], 3), round(e["cpu_seconds"], 3)
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The JSON summary: campaign, totals, per engine, per shard, findings."""
         return {
@@ -99,6 +133,10 @@ class CampaignReport:
             "findings": len(self.findings),
             "occurrences": sum(f.count for f in self.findings),
             "engines": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in self.per_engine().items()},
+            "oracles": {name: ORACLES[name] for name in self.oracles()},
+            "shipping": self.shipping,
+            "driver_backend": self.driver_backend,
+            "executors": self.executors(),
             "shards": [
                 {k: v for k, v in s.to_dict().items() if k != "findings_list"} for s in self.shards
             ],
@@ -142,25 +180,98 @@ def package_zip(directory: Path | str | None = None) -> Path:
 # -- the session ----------------------------------------------------------------------------------
 
 
-def ship_package(sc: Any, ship: bool | None = None) -> bool:
-    """Add the package zip to the job (``addPyFile``) unless the master is ``local``: local
-    executors are children of this interpreter and import the installed package (with its
-    C decoders); every other master gets the package shipped with the job."""
+def environment_archive(directory: Path | str | None = None) -> Path | None:
+    """The running virtualenv packed for executors (venv-pack, as PySpark's docs ship Python
+    dependencies: ``spark.archives``), without pyspark and py4j (executors bring their own),
+    named by its content and reused while it does not change. None outside a virtualenv or
+    without venv-pack (``pip install 'pgwire-spec[spark]'``)."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    try:
+        import venv_pack
+    except ImportError:
+        return None
+    prefix = Path(sys.prefix)
+    site = [Path(p) for p in sys.path if p.startswith(str(prefix)) and p.endswith("site-packages")]
+    h = hashlib.blake2b(digest_size=8)
+    for d in site:
+        for entry in sorted(d.iterdir()):
+            st = entry.stat()
+            h.update(f"{entry.name}:{st.st_mtime_ns}".encode())
+    pkg = Path(__file__).resolve().parents[1]
+    for p in sorted(pkg.rglob("*.py")):
+        h.update(f"{p.relative_to(pkg)}:{p.stat().st_mtime_ns}".encode())
+    out_dir = Path(directory) if directory is not None else Path(tempfile.gettempdir()) / "pgwire-spec-spark"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"environment-{h.hexdigest()}.tar.gz"
+    if not target.exists():
+        tmp = out_dir / f"environment-{h.hexdigest()}.{os.getpid()}.tar.gz"
+        venv_pack.pack(prefix=str(prefix), output=str(tmp), force=True, compress_level=1, filters=[
+            ("exclude", "lib/python*/site-packages/pyspark/*"), ("exclude", "lib/python*/site-packages/py4j/*"),
+            ("exclude", "lib/python*/site-packages/pyspark-*"), ("exclude", "*/__pycache__/*"),
+        ])
+        tmp.replace(target)
+    return target
+
+
+#: How the package reaches the executors: "installed" (local masters: the executors are
+#: this interpreter's children), "environment" (a packed virtualenv: the C codec included),
+#: "zip" (the package's sources: the pure-Python codec, said so in the report).
+Shipping = str
+
+
+def _plan_shipping(master: str, ship: bool | None, settings: dict[str, str], env: dict[str, str]) -> Shipping:
+    """Decide how the package reaches the executors of *master*; sets the launch-time
+    settings and the executors' Python (PYSPARK_PYTHON, read when the context starts)."""
     if ship is None:
-        ship = not str(sc.master).startswith("local")
-    if ship:
+        ship = not master.startswith("local")
+    if not ship:
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        return "installed"
+    archive = environment_archive()
+    if archive is not None:
+        settings["spark.archives"] = f"{archive}#environment"
+        env.setdefault("PYSPARK_PYTHON", "./environment/bin/python")
+        return "environment"
+    env.setdefault("PYSPARK_PYTHON", sys.executable if _is_loopback_master(master) else "python3")
+    return "zip"
+
+
+_SHIPPING_TEXT = {
+    "installed": "executors import the installed package",
+    "environment": "package shipped as a packed virtualenv",
+    "zip": "package shipped as sources (pure-Python codec on the executors)",
+}
+
+
+def _session_shipping(spark: Any) -> Shipping:
+    """How the package reaches this session's executors (a session made elsewhere: the
+    installed package on local masters, its sources otherwise)."""
+    shipping = getattr(spark, "pgwire_shipping", None)
+    if shipping is None:
+        local = str(spark.sparkContext.master).startswith("local")
+        shipping = spark.pgwire_shipping = ship_package(spark.sparkContext, "installed" if local else "zip")
+    return str(shipping)
+
+
+def ship_package(sc: Any, shipping: Shipping) -> Shipping:
+    """After the session started: add the package's sources for the "zip" shipping."""
+    if shipping == "zip":
         sc.addPyFile(str(package_zip()))
-    return ship
+    return shipping
 
 
 def _is_loopback_master(master: str) -> bool:
     return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost", "[::1]"))
 
 
-def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf: dict[str, str] | None = None) -> Any:
+def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf: dict[str, str] | None = None,
+                  ship: bool | None = None) -> Any:
     """A SparkSession for *master*, quiet (no UI, no console progress bar: the job prints
-    its own) and with the executors' Python set to this interpreter when the cluster runs
-    on this machine (``PYSPARK_PYTHON`` wins if set)."""
+    its own). The executors' Python: this interpreter on ``local`` masters (a virtualenv's
+    own, not the ``python3`` on PATH); elsewhere the packed virtualenv when there is one
+    (:func:`environment_archive`), else the package's sources (``PYSPARK_PYTHON`` wins if
+    set). ``session.pgwire_shipping`` says which."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -181,8 +292,10 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     if _is_loopback_master(master):
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
-        settings.setdefault("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
-        settings.setdefault("spark.pyspark.driver.python", sys.executable)
+    # PySpark starts its Python workers with $PYSPARK_PYTHON as read when the context starts
+    # (pyspark/core/context.py), not with spark.pyspark.python: set it for that moment.
+    launch_env = {k: os.environ[k] for k in ("PYSPARK_PYTHON",) if k in os.environ}
+    shipping = _plan_shipping(master, ship, settings, launch_env)
     quiet = _quiet_log4j()
     settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
     settings["spark.executor.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
@@ -191,13 +304,18 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
         builder = builder.config(k, v)
     env = dict(os.environ)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if _is_loopback_master(master) else None
+    os.environ.update(launch_env)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - Java missing, a bad master URL …
-        os.environ.clear()
-        os.environ.update(env)
         raise SparkJobError(f"cannot start Spark with master {master!r}: {str(exc).strip().splitlines()[0]}") from None
+    finally:
+        if "PYSPARK_PYTHON" in env:
+            os.environ["PYSPARK_PYTHON"] = env["PYSPARK_PYTHON"]
+        else:
+            os.environ.pop("PYSPARK_PYTHON", None)
     spark.sparkContext.setLogLevel("ERROR")
+    spark.pgwire_shipping = ship_package(spark.sparkContext, shipping)
     return spark
 
 
@@ -322,17 +440,17 @@ def run_campaign(
     own = spark is None
     if own:
         say(f"[fuzz] starting Spark ({master}) …")
-        spark = spark_session(master, f"pgwire-spec fuzz {campaign.name}")
+        spark = spark_session(master, f"pgwire-spec fuzz {campaign.name}", ship=ship)
     sc = spark.sparkContext
     try:
-        shipped = ship_package(sc, ship)
+        shipping = _session_shipping(spark)
         master = str(sc.master)
         cores = int(sc.defaultParallelism)
         shards = plan_shards(campaign, cores)
         engines = sorted({s.engine for s in shards})
         say(f"[fuzz] campaign {campaign.name}: target {campaign.adapter_cmd or campaign.target}, engines "
             f"{'+'.join(engines)}, seed {campaign.seed}, {len(shards)} shards on {cores} cores, "
-            f"corpus {describe(streams)}{', package shipped' if shipped else ''}, budget "
+            f"corpus {describe(streams)}, {_SHIPPING_TEXT[shipping]}, budget "
             + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s"))
         bc = sc.broadcast(_light(streams))
         acc = sc.accumulator(0)
@@ -355,7 +473,7 @@ def run_campaign(
         say(f"[fuzz] minimising {len(findings)} finding(s) …")
         findings = _minimise_all(campaign, findings)
     report = CampaignReport(campaign, master, cores, results, tuple(findings), time.perf_counter() - t0,
-                            describe(streams))
+                            describe(streams), shipping=shipping, driver_backend=_codec.BACKEND)
     if out is not None:
         report = write_outputs(report, out)
     return report
@@ -465,6 +583,18 @@ def format_report(report: CampaignReport) -> str:
         lines.append(f"engine {engine}: {int(e['cases']):,} cases in {e['seconds']:.1f} task-seconds = "
                      f"{e['cases_per_second_per_core']:,.0f} cases/s per task "
                      f"({e['cases_per_cpu_second']:,.0f} per CPU second)")
+    names = {"c": "C", "python": "pure Python"}
+    lines.append(f"package: {_SHIPPING_TEXT.get(report.shipping, report.shipping or '?')}; driver codec "
+                 f"{names.get(report.driver_backend, report.driver_backend or '?')}")
+    for where, e in report.executors().items():
+        lines.append(f"executor {where}: {names.get(e['backend'], e['backend'] or '?')} codec, {e['shards']} shard(s), "
+                     f"{e['cases']:,} cases, {e['cases_per_second']:,.0f} cases/s "
+                     f"({e['cases_per_cpu_second']:,.0f} per CPU second)")
+    slow = [w for w, e in report.executors().items() if e["backend"] == "python"]
+    if slow and report.driver_backend == "c":
+        lines.append(f"note: {len(slow)} executor(s) ran the pure-Python codec (no C extension there: ship a "
+                     "virtualenv with the package installed, see the README)")
+    lines.append(f"oracles: {', '.join(report.oracles())}")
     lines.append(f"total: {report.cases:,} cases in {report.seconds:.1f} s wall "
                  f"({report.cases / report.seconds if report.seconds else 0:,.0f} cases/s)")
     if report.findings:
@@ -532,10 +662,10 @@ def verify_fixtures_spark(
     own = spark is None
     if own:
         say(f"[verify] starting Spark ({master}) …")
-        spark = spark_session(master, "pgwire-spec verify-fixtures")
+        spark = spark_session(master, "pgwire-spec verify-fixtures", ship=ship)
     sc = spark.sparkContext
     try:
-        ship_package(sc, ship)
+        say(f"[verify] {_SHIPPING_TEXT[_session_shipping(spark)]}")
         say(f"[verify] {sum(len(g.cases) for _, g in items):,} pgoutput cases in {len(items)} option sets as "
             f"Spark tasks on {sc.defaultParallelism} cores ({len(other)} session/physical files verified here)")
         mismatches = sc.parallelize(items, min(len(items), 4 * sc.defaultParallelism)) \
