@@ -13,7 +13,6 @@ Sans-IO: no socket, no clock of its own (``now`` comes from the shell).
 
 from __future__ import annotations
 
-import struct
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DecodeError
 from ..lsn import format_lsn
 from ..replication import commands as rc
+from ..replication import frames
 from ..replication.messages import (
     HotStandbyFeedback,
     StandbyStatusUpdate,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PhysicalSource", "PhysicalServer", "command", "physical_server"]
 
-_XLOG_HEADER = struct.Struct("!cIcQQq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,7 +489,7 @@ class WalStream(_Delegate):
                 elif mod == "duplicate":
                     dup = True
             modifiers = []
-            frame = _XLOG_HEADER.pack(b"d", 4 + 25 + len(data), b"w", start, wal_end, ts) + data
+            frame = frames.xlog_data(start, wal_end, ts, data)
             for _ in range(2 if dup else 1):
                 conn.out.append(frame)
                 conn.messages_sent += 1
@@ -640,7 +639,7 @@ class BackupStream(_Delegate):
         at, when = self.reported
         if self.archive_done - at >= self.PROGRESS_BYTES and now - when >= self.PROGRESS_SECONDS:
             self.reported = (self.archive_done, now)
-            self.conn.send(CopyData(b"p" + struct.pack("!q", self.archive_done)))
+            self.conn.send(CopyData(frames.backup_progress(self.archive_done)))
 
     def _modify(self, msg: CopyData, modifiers: list[str]) -> CopyData:
         data = msg.data

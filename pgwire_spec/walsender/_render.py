@@ -28,13 +28,13 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import encode
 from ..pgoutput import messages as m
+from ..replication import frames
 from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
 from .personas import Persona, ServerError, StreamOptions
 from .scenario import Table
@@ -73,8 +73,6 @@ class Plan:
         return self._frames
 
 
-#: A frame up to its sendTime: CopyData 'd', Int32 length, XLogData 'w', dataStart, walEnd.
-_FRAME_HEAD = struct.Struct("!cIcQQ")
 
 
 class Frames:
@@ -98,12 +96,12 @@ class Frames:
         max_lsn = []
         pos = 0
         top = 0
-        pack = _FRAME_HEAD.pack
+        head = frames.xlog_head
         for it in items:
             if isinstance(it, Write):
-                heads.append(pack(b"d", 29 + len(it.payload), b"w", it.lsn, it.lsn))
+                heads.append(head(it.lsn, it.lsn, len(it.payload)))
                 payloads.append(it.payload)
-                pos += 30 + len(it.payload)
+                pos += frames.XLOG_FRAME_OVERHEAD + len(it.payload)
                 if it.lsn > top:
                     top = it.lsn
             offsets.append(pos)

@@ -22,17 +22,16 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import encode
 from ..errors import CommandSyntaxError, DecodeError, OptionError
 from ..lsn import format_lsn
 from ..pgoutput.decoder import PgOutputDecoder
 from ..replication import commands as rc
+from ..replication import frames
 from ..replication.messages import (
     HotStandbyFeedback,
     PrimaryKeepalive,
@@ -92,8 +91,6 @@ CHUNK = 1 << 16
 #: Seconds between 1970-01-01 and 2000-01-01 (the protocol's epoch).
 _PG_EPOCH_UNIX = 946684800
 
-_XLOG_HEADER = struct.Struct("!cIcQQQ")  # CopyData 'd', length, XLogData 'w', start, end, time
-_TS = struct.Struct("!q")
 
 
 def pg_now() -> int:
@@ -832,11 +829,11 @@ class Connection:
         return True
 
     def _keepalive(self, wal_end: int, reply_requested: bool) -> None:
-        payload = encode(PrimaryKeepalive(wal_end, pg_now(), reply_requested))
-        self.out.append(b"d" + (len(payload) + 4).to_bytes(4, "big") + payload)
+        now = pg_now()
+        self.out.append(frames.keepalive(wal_end, now, reply_requested))
         self.messages_sent += 1
         if self.server.transcript is not None:
-            self._record("B", None, decode_copy_data(payload))
+            self._record("B", None, PrimaryKeepalive(wal_end, now, reply_requested))
 
     def _end_stream(self, *, copy_done: bool) -> None:
         st = self.stream
@@ -1013,7 +1010,7 @@ class Connection:
                 return
         out = self.out
         record = self.server.transcript is not None
-        pack = _XLOG_HEADER.pack
+        pack = frames.xlog_data
         i = st.index
         size = 0
         while i < limit and size < CHUNK:
@@ -1046,7 +1043,7 @@ class Connection:
                         dup = True
                 modifiers = []
             lsn = item.lsn
-            frame = pack(b"d", 29 + len(payload), b"w", lsn, lsn, ts) + payload
+            frame = pack(lsn, lsn, ts, payload)
             for _ in range(2 if dup else 1):
                 out.append(frame)
                 size += len(frame)
@@ -1070,7 +1067,7 @@ class Connection:
         # the first item whose end lies CHUNK bytes past the start
         j = bisect.bisect_left(offsets, offsets[i] + CHUNK, i + 1, stop + 1)
         j = max(i + 1, min(j, stop))
-        self.out.append(fr.run(i, j, _TS.pack(ts)))
+        self.out.append(fr.run(i, j, frames.send_time(ts)))
         n = j - i
         st.sent += n
         self.messages_sent += n
