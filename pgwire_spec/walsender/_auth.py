@@ -3,7 +3,8 @@
 Sans-IO: an :class:`Authenticator` is told what the client sent and says what to answer.
 SCRAM follows PostgreSQL's rules: the mechanism list is ``SCRAM-SHA-256`` only (no -PLUS
 without TLS); the username inside client-first-message is ignored — libpq sends an empty
-one (``n,,n=,r=…``, protocol-facts §6) — and the credentials are those of the startup
+one (``n,,n=,r=…``, fe-auth-scram.c; auth-scram.c
+read_client_first_message ignores it) — and the credentials are those of the startup
 packet's user; the iteration count is 4096 (``scram_iterations``).
 """
 

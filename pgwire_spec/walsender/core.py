@@ -14,7 +14,8 @@ asks for more only after the socket drained (backpressure). ``Wait(deadline)`` m
 — the next keepalive, a time-triggered fault, the end of a stall.
 
 The conversation follows the docs' "Message Flow" and "Streaming Replication Protocol"
-chapters and what real servers do (protocol-facts §4–6, the reference transcripts).
+chapters and what real servers do (walsender.c, basebackup.c, auth.c) and clients expect
+(pg_recvlogical.c, libpqwalreceiver.c, fe-auth.c); errata in ``spec/errata.yaml``.
 """
 
 from __future__ import annotations
