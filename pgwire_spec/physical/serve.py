@@ -28,7 +28,7 @@ from ..replication.messages import (
     XLogData,
     decode_copy_data,
 )
-from ..walsender.core import CHUNK, Close, SlotState, Wait, pg_now
+from ..walsender.core import CHUNK, Close, SlotState, Wait
 from ..walsender.faults import Fault
 from ..walsender.personas import ServerError
 from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
@@ -273,7 +273,7 @@ class PhysicalServer:
         files = list(source.files) if source.files else collect_files(source.directory)
         messages = backup_messages(opts, major=self.state.persona.major, files=files, store=self.store,
                                    timeline=tli, start=start, end=end,
-                                   checkpoint=source.checkpoint_lsn or start, started=int(pg_now() / 1e6) + 946684800,
+                                   checkpoint=source.checkpoint_lsn or start, started=int(conn.server.wall_clock()),
                                    system_id=self.recording.system_id)
         conn.delegate = BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None, now,
                                      typed=self.state.persona.major >= 15)
@@ -469,7 +469,7 @@ class WalStream(_Delegate):
         limit = self._limit()
         stop = len(self.cuts) if limit is None else min(len(self.cuts), self.index + limit)
         size = 0
-        ts = pg_now()
+        ts = self.conn.server.pg_now()
         record = conn.server.transcript is not None
         while self.index < stop and size < CHUNK:
             start, end, wal_end = self.cuts[self.index]

@@ -155,8 +155,15 @@ class ServerState:
     the persona, the slots, the faults' bookkeeping, the transcript and a plan cache."""
 
     def __init__(self, scenario: Scenario, *, record: bool = True, clock: Callable[[], float] = time.monotonic,
-                 extra_faults: list[Fault] | None = None) -> None:
+                 extra_faults: list[Fault] | None = None, wall_clock: Callable[[], float] = time.time,
+                 pid: int | None = None, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
+        """*clock* is the monotonic clock deadlines are measured on, *wall_clock* the time
+        of day (Unix seconds) sendTime fields carry, *pid* the first backend pid handed out
+        (by default derived from this process), *random_bytes* the source of cancel keys,
+        salts and nonces: pass fixed ones to replay a connection byte for byte."""
         self.scenario = scenario
+        self.wall_clock = wall_clock
+        self.random_bytes = random_bytes
         self.persona: Persona = persona(scenario.server.major)
         self.history: History = compile_history(scenario)
         self.version = scenario.server.version
@@ -164,7 +171,7 @@ class ServerState:
         self.started = clock()
         self.transcript: Transcript | None = Transcript() if record else None
         self.faults = FaultBook(list(scenario.faults) + list(extra_faults or []))
-        self.secrets = SecretCache(scenario.auth.passwords)
+        self.secrets = SecretCache(scenario.auth.passwords, random_bytes)
         self.slots: dict[str, SlotState] = {}
         start = scenario.server.start_lsn
         for s in scenario.slots:
@@ -179,7 +186,7 @@ class ServerState:
         self.connections: dict[int, Connection] = {}
         self.count = 0
         self.down_until = -1.0
-        self._pid = 20000 + (os.getpid() % 1000) * 10
+        self._pid = pid - 1 if pid is not None else 20000 + (os.getpid() % 1000) * 10
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._frames: dict[tuple[Any, ...], list[tuple[int, bytes]]] = {}
         self.closed_connections = 0
@@ -198,6 +205,10 @@ class ServerState:
                 slot.active = None
             if slot.temporary and slot.owner == conn.id:
                 del self.slots[slot.name]
+
+    def pg_now(self) -> int:
+        """The protocol's TimestampTz for now on the wall clock (µs since 2000-01-01 UTC)."""
+        return int((self.wall_clock() - _PG_EPOCH_UNIX) * 1_000_000)
 
     def next_pid(self) -> int:
         self._pid += 1
@@ -272,7 +283,7 @@ class Connection:
         self.replication = "false"  # false | database | physical
         self.auth: Authenticator | None = None
         self.pid = server.next_pid()
-        self.secret = os.urandom(4)
+        self.secret = server.random_bytes(4)
         self.tx = "I"
         self.stream: _Stream | None = None
         #: A stream the core does not run itself (physical replication, BASE_BACKUP: see
@@ -474,7 +485,8 @@ class Connection:
             if self.server.faults.fire(i):
                 refuse = True
                 self._record(event="fault:refuse_auth")
-        self.auth = Authenticator(auth.method, user, auth.passwords, self.server.secrets, refuse=refuse)
+        self.auth = Authenticator(auth.method, user, auth.passwords, self.server.secrets, refuse=refuse,
+                                  random_bytes=self.server.random_bytes)
         self.phase = "auth"
         try:
             step = self.auth.start()
@@ -830,7 +842,7 @@ class Connection:
         return True
 
     def _keepalive(self, wal_end: int, reply_requested: bool) -> None:
-        now = pg_now()
+        now = self.server.pg_now()
         self.out.append(frames.keepalive(wal_end, now, reply_requested))
         self.messages_sent += 1
         if self.server.transcript is not None:
@@ -1004,7 +1016,7 @@ class Connection:
     def _frames(self, st: _Stream, limit: int, now: float, modifiers: list[str]) -> None:
         """Append XLogData frames for plan items [index, limit), up to about CHUNK bytes."""
         items = st.plan.items
-        ts = pg_now()
+        ts = self.server.pg_now()
         if not modifiers and (st.decoder is None or self.server.transcript is None):
             self._fast_frames(st, limit, ts)
             if st.index >= limit or st.index >= len(items) or not isinstance(items[st.index], Notice):
