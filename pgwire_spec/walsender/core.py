@@ -100,6 +100,91 @@ def pg_now() -> int:
 
 
 # ------------------------------------------------------------------------------------------
+# Connection phases
+# ------------------------------------------------------------------------------------------
+
+#: The phases a connection goes through. ``closing``: a FATAL or a Terminate is queued, no
+#: more input is read; ``closed``: the shell was told to close. Input is dispatched only in
+#: the first four.
+PHASES = ("startup", "auth", "ready", "streaming", "closing", "closed")
+INPUT_PHASES = ("startup", "auth", "ready", "streaming")
+
+#: What the connection does with a frontend message, by kind.
+MESSAGE_KINDS = ("encryption", "cancel", "startup", "password", "query", "terminate", "copy", "other")
+_KIND_OF: dict[type, str] = {
+    SSLRequest: "encryption", GSSENCRequest: "encryption", CancelRequest: "cancel",
+    StartupMessage: "startup", PasswordMessage: "password", SASLInitialResponse: "password",
+    SASLResponse: "password", Query: "query", Terminate: "terminate", CopyData: "copy",
+    CopyDone: "copy", CopyFail: "copy",
+}
+
+
+def message_kind(msg: Any) -> str:
+    """The row of :data:`TRANSITIONS` a frontend message falls in."""
+    return _KIND_OF.get(type(msg), "other")
+
+
+_STARTUP = frozenset({"startup", "auth", "ready", "closing"})
+_AUTH = frozenset({"auth", "ready", "closing"})
+_READY = frozenset({"ready", "streaming", "closing"})
+_STREAM = frozenset({"streaming", "ready", "closing"})
+_CLOSING = frozenset({"closing"})
+
+#: (phase, message kind) -> (action, the phases the connection can be in afterwards).
+#: The docs' "Message Flow" chapter, as postgres.c / postmaster.c and walsender.c run it.
+TRANSITIONS: dict[tuple[str, str], tuple[str, frozenset[str]]] = {
+    # Startup (ProcessStartupPacket): SSLRequest/GSSENCRequest are answered 'N' and the
+    # client goes on in plain text; a CancelRequest flags its target and closes; a
+    # StartupMessage authenticates (auth) or, with trust, is welcomed (ready); anything else
+    # is "invalid startup packet layout", FATAL.
+    ("startup", "encryption"): ("startup", frozenset({"startup"})),
+    ("startup", "cancel"): ("startup", frozenset({"startup"})),
+    ("startup", "startup"): ("startup", _STARTUP),
+    ("startup", "password"): ("startup", _CLOSING),
+    ("startup", "query"): ("startup", _CLOSING),
+    ("startup", "terminate"): ("startup", _CLOSING),
+    ("startup", "copy"): ("startup", _CLOSING),
+    ("startup", "other"): ("startup", _CLOSING),
+    # Authentication (auth.c): only a password/SASL response goes on; a Terminate just
+    # ends the exchange (libpq does that when it has no password); the rest is FATAL
+    # "expected password response". Untyped startup packets cannot be read once startup is
+    # over (the reader then reads typed messages only); handed one, the connection is FATAL.
+    ("auth", "password"): ("auth", _AUTH),
+    ("auth", "terminate"): ("auth", frozenset({"auth"})),
+    ("auth", "encryption"): ("protocol_violation", _CLOSING),
+    ("auth", "cancel"): ("protocol_violation", _CLOSING),
+    ("auth", "startup"): ("protocol_violation", _CLOSING),
+    ("auth", "query"): ("auth", _CLOSING),
+    ("auth", "copy"): ("auth", _CLOSING),
+    ("auth", "other"): ("auth", _CLOSING),
+    # Ready (PostgresMain's loop): a simple Query runs (a START_REPLICATION enters
+    # streaming, a fatal error closes); Terminate closes; CopyData/Done/Fail after a COPY
+    # the server ended are ignored, as PostgreSQL does; any other message type is FATAL.
+    ("ready", "query"): ("query", _READY),
+    ("ready", "terminate"): ("terminate", frozenset({"ready"})),
+    ("ready", "copy"): ("ignore", frozenset({"ready"})),
+    ("ready", "encryption"): ("protocol_violation", _CLOSING),
+    ("ready", "cancel"): ("protocol_violation", _CLOSING),
+    ("ready", "startup"): ("protocol_violation", _CLOSING),
+    ("ready", "password"): ("protocol_violation", _CLOSING),
+    ("ready", "other"): ("protocol_violation", _CLOSING),
+    # Streaming (walsender.c ProcessRepliesIfAny): every message goes to the running stream
+    # (logical, physical WAL or BASE_BACKUP), which answers CopyData/CopyDone/Terminate and
+    # refuses the rest; it ends in ready (CopyDone) or closing. Untyped startup packets are
+    # not read here (see auth).
+    **{("streaming", kind): ("stream", _STREAM) for kind in MESSAGE_KINDS},
+    ("streaming", "encryption"): ("protocol_violation", _CLOSING),
+    ("streaming", "cancel"): ("protocol_violation", _CLOSING),
+    ("streaming", "startup"): ("protocol_violation", _CLOSING),
+}
+
+_ACTIONS = {
+    "startup": "_act_startup", "auth": "_act_auth", "query": "_act_query", "terminate": "_act_terminate",
+    "ignore": "_act_ignore", "protocol_violation": "_act_protocol_violation", "stream": "_act_stream",
+}
+
+
+# ------------------------------------------------------------------------------------------
 # Actions
 # ------------------------------------------------------------------------------------------
 
@@ -415,24 +500,36 @@ class Connection:
     def _dispatch(self, msg: Any, now: float) -> None:
         if not isinstance(msg, CopyData) or self.server.transcript is None:
             self._record("F", msg)
-        if self.phase == "startup":
-            self._startup(msg)
-        elif self.phase == "auth":
-            self._auth_message(msg)
-        elif self.phase == "ready":
-            if isinstance(msg, Query):
-                self._query(msg.sql, now)
-            elif isinstance(msg, Terminate):
-                self.close_action = Close()
-            elif isinstance(msg, (CopyData, CopyDone, CopyFail)):
-                pass  # after a COPY was ended by the server: ignored, as PostgreSQL does
-            else:
-                self.fatal(ServerError("08P01", f"invalid frontend message type {ord(msg.tag)}"))
-        elif self.phase == "streaming":
-            if self.delegate is not None:
-                self.delegate.input(msg, now)
-            else:
-                self._stream_input(msg, now)
+        action, _ = TRANSITIONS[(self.phase, message_kind(msg))]
+        getattr(self, _ACTIONS[action])(msg, now)
+
+    # -- the table's actions ---------------------------------------------------------------
+    def _act_startup(self, msg: Any, now: float) -> None:
+        self._startup(msg)
+
+    def _act_auth(self, msg: Any, now: float) -> None:
+        self._auth_message(msg)
+
+    def _act_query(self, msg: Any, now: float) -> None:
+        self._query(msg.sql, now)
+
+    def _act_terminate(self, msg: Any, now: float) -> None:
+        self.close_action = Close()
+
+    def _act_ignore(self, msg: Any, now: float) -> None:
+        pass
+
+    def _act_protocol_violation(self, msg: Any, now: float) -> None:
+        # A message without a type byte (SSLRequest, CancelRequest, StartupMessage) is only
+        # read before startup completes; a caller handing one later gets the same FATAL.
+        kind = ord(msg.tag) if isinstance(msg.tag, str) and len(msg.tag) == 1 else 0
+        self.fatal(ServerError("08P01", f"invalid frontend message type {kind}"))
+
+    def _act_stream(self, msg: Any, now: float) -> None:
+        if self.delegate is not None:
+            self.delegate.input(msg, now)
+        else:
+            self._stream_input(msg, now)
 
     # -- startup and authentication --------------------------------------------------------
     def _startup(self, msg: Any) -> None:

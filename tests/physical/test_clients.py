@@ -91,11 +91,12 @@ def test_pg_receivewal_follows_the_timeline_switch_byte_for_byte(tmp_path: Path)
         transcript = server.transcript
         assert proc.returncode == 0, proc.stderr
         assert "switched to timeline 2 at 0/80F8A8" in proc.stderr
-        queries = transcript.queries()
-        assert 'READ_REPLICATION_SLOT "archiver"' in queries
-        assert 'START_REPLICATION SLOT "archiver" 0/700000 TIMELINE 1' in queries
+        # Whether the slot name is double-quoted depends on pg_receivewal's minor release.
+        queries = [q.replace('"archiver"', "archiver") for q in transcript.queries()]
+        assert "READ_REPLICATION_SLOT archiver" in queries
+        assert "START_REPLICATION SLOT archiver 0/700000 TIMELINE 1" in queries
         assert "TIMELINE_HISTORY 2" in queries
-        assert 'START_REPLICATION SLOT "archiver" 0/800000 TIMELINE 2' in queries
+        assert "START_REPLICATION SLOT archiver 0/800000 TIMELINE 2" in queries
         assert transcript.status_updates()  # pg_receivewal reports its position
         assert server.slots["archiver"].restart_lsn >= 0x800000  # the slot followed its flush
     assert check_segments(out) == ["000000010000000000000007", "000000010000000000000008.partial",
