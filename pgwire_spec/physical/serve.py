@@ -29,7 +29,7 @@ from ..replication.messages import (
     decode_copy_data,
 )
 from ..walsender.core import CHUNK, Close, SlotState, Wait
-from ..walsender.faults import Fault
+from ..walsender.faults import Fault, modify_payload
 from ..walsender.personas import ServerError
 from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
 from .backup import BackupSource, Throttle, backup_messages, collect_files, parse_backup_options
@@ -475,22 +475,10 @@ class WalStream(_Delegate):
             start, end, wal_end = self.cuts[self.index]
             self.index += 1
             data = store.read(self.timeline, start, end)
-            dup = False
-            for mod in modifiers:
-                if mod == "corrupt":
-                    f = conn._last_fault("corrupt")
-                    if data:
-                        b = bytearray(data)
-                        b[min(max(f.offset, 0), len(b) - 1)] ^= f.xor & 0xFF
-                        data = bytes(b)
-                elif mod == "truncate":
-                    f = conn._last_fault("truncate")
-                    data = data[:max(0, f.keep if f.keep is not None else len(data) // 2)]
-                elif mod == "duplicate":
-                    dup = True
+            data, copies = modify_payload(conn.server.faults, data, modifiers)
             modifiers = []
             frame = frames.xlog_data(start, wal_end, ts, data)
-            for _ in range(2 if dup else 1):
+            for _ in range(copies):
                 conn.out.append(frame)
                 conn.messages_sent += 1
                 size += len(frame)
@@ -642,18 +630,9 @@ class BackupStream(_Delegate):
             self.conn.send(CopyData(frames.backup_progress(self.archive_done)))
 
     def _modify(self, msg: CopyData, modifiers: list[str]) -> CopyData:
-        data = msg.data
-        for mod in modifiers:
-            if mod == "corrupt" and data:
-                f = self.conn._last_fault("corrupt")
-                b = bytearray(data)
-                b[min(max(f.offset, 0), len(b) - 1)] ^= f.xor & 0xFF
-                data = bytes(b)
-            elif mod == "truncate":
-                f = self.conn._last_fault("truncate")
-                data = data[:max(0, f.keep if f.keep is not None else len(data) // 2)]
-            elif mod == "duplicate":
-                self.conn.send(CopyData(data))
+        data, copies = modify_payload(self.conn.server.faults, msg.data, modifiers)
+        for _ in range(copies - 1):
+            self.conn.send(CopyData(data))
         return CopyData(data)
 
     def _keepalive(self, reply: bool) -> None:

@@ -80,7 +80,7 @@ from . import _sql
 from ._auth import Authenticator, AuthStep, SecretCache
 from ._history import History, _Tables, compile_history
 from ._render import Notice, Plan, Write, render
-from .faults import Fault, FaultBook
+from .faults import Fault, FaultBook, last_fired, modify_payload
 from .personas import Persona, ServerError, StreamOptions, persona
 from .scenario import Scenario
 from .transcript import Entry, Transcript
@@ -1136,25 +1136,13 @@ class Connection:
                 self._end_stream(copy_done=False)
                 return
             payload = item.payload
-            dup = False
+            copies = 1
             if modifiers:
-                for mod in modifiers:
-                    if mod == "corrupt":
-                        fault = self._last_fault("corrupt")
-                        b = bytearray(payload)
-                        if b:
-                            b[min(max(fault.offset, 0), len(b) - 1)] ^= fault.xor & 0xFF
-                        payload = bytes(b)
-                    elif mod == "truncate":
-                        fault = self._last_fault("truncate")
-                        keep = fault.keep if fault.keep is not None else len(payload) // 2
-                        payload = payload[:max(0, keep)]
-                    elif mod == "duplicate":
-                        dup = True
+                payload, copies = modify_payload(self.server.faults, payload, modifiers)
                 modifiers = []
             lsn = item.lsn
             frame = pack(lsn, lsn, ts, payload)
-            for _ in range(2 if dup else 1):
+            for _ in range(copies):
                 out.append(frame)
                 size += len(frame)
                 if record:
@@ -1189,11 +1177,7 @@ class Connection:
         st.index = j
 
     def _last_fault(self, action: str) -> Fault:
-        faults = self.server.faults
-        for i in range(len(faults.faults) - 1, -1, -1):
-            if faults.faults[i].action == action and faults.fired[i]:
-                return faults.faults[i]
-        return Fault(action, after_messages=0)
+        return last_fired(self.server.faults, action)
 
     def _record_write(self, st: _Stream, lsn: int, ts: int, payload: bytes, item: Write) -> None:
         msg = item.message
