@@ -28,7 +28,7 @@ from ..replication.messages import (
     XLogData,
     decode_copy_data,
 )
-from ..walsender.core import CHUNK, Close, SlotState, Wait
+from ..walsender.core import CHUNK, SlotState, Wait
 from ..walsender.faults import Fault, modify_payload
 from ..walsender.personas import ServerError
 from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
@@ -111,7 +111,7 @@ class PhysicalServer:
     # -- commands --------------------------------------------------------------------------
     def command(self, conn: Connection, cmd: Any, now: float) -> bool | None:
         if isinstance(cmd, rc.IdentifySystem):
-            conn._result((("systemid", 25), ("timeline", self.state.persona.timeline_type), ("xlogpos", 25),
+            conn.result((("systemid", 25), ("timeline", self.state.persona.timeline_type), ("xlogpos", 25),
                           ("dbname", 25)),
                          [(self.recording.system_id, str(self.history.current), format_lsn(self.flush),
                            conn.database)], "IDENTIFY_SYSTEM")
@@ -119,7 +119,7 @@ class PhysicalServer:
         if isinstance(cmd, rc.Show) and cmd.name.lower() in ("wal_segment_size", "wal_block_size"):
             value = _size_text(self.store.segment_size) if cmd.name.lower() == "wal_segment_size" \
                 else str(self.store.block_size)
-            conn._result(((cmd.name.lower(), 25),), [(value,)], "SHOW")
+            conn.result(((cmd.name.lower(), 25),), [(value,)], "SHOW")
             return False
         if isinstance(cmd, rc.TimelineHistory):
             self._timeline_history(conn, cmd.timeline)
@@ -152,7 +152,7 @@ class PhysicalServer:
         conn.send(CommandComplete("TIMELINE_HISTORY"))
 
     def _create_slot(self, conn: Connection, cmd: rc.CreateReplicationSlot) -> None:
-        conn._check_slot_name(cmd.slot_name)
+        conn.check_slot_name(cmd.slot_name)
         reserve = False
         seen: set[str] = set()
         for name, value in cmd.options:
@@ -175,21 +175,21 @@ class PhysicalServer:
             conn.id if cmd.temporary else None)
         # CreateReplicationSlot: consistent_point is the slot's confirmed_flush, 0/0 for a
         # physical slot (seen on 15).
-        conn._result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
+        conn.result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
                      [(cmd.slot_name, "0/0", None, None)], "CREATE_REPLICATION_SLOT")
 
     def _read_slot(self, conn: Connection, cmd: rc.ReadReplicationSlot) -> None:
         cols = (("slot_type", 25), ("restart_lsn", 25), ("restart_tli", 20))
         slot = self.state.slots.get(cmd.slot_name)
         if slot is None:
-            conn._result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
+            conn.result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
             return
         if slot.kind == "logical":
             raise ServerError("0A000", "cannot use READ_REPLICATION_SLOT with a logical replication slot")
         if not slot.restart_lsn:
-            conn._result(cols, [("physical", None, None)], "READ_REPLICATION_SLOT")
+            conn.result(cols, [("physical", None, None)], "READ_REPLICATION_SLOT")
             return
-        conn._result(cols, [("physical", format_lsn(slot.restart_lsn),
+        conn.result(cols, [("physical", format_lsn(slot.restart_lsn),
                              str(self.history.timeline_of(slot.restart_lsn)))], "READ_REPLICATION_SLOT")
 
     # -- START_REPLICATION … PHYSICAL ------------------------------------------------------------
@@ -241,14 +241,13 @@ class PhysicalServer:
             flush_points = [end]
         stream = WalStream(self, conn, tli, start, end, switch is not None, following, slot,
                            split_xlogdata(start, flush_points, block_size=self.store.block_size), now)
-        conn.delegate = stream
-        conn.phase = "streaming"
+        conn.start_stream(stream)
         return True
 
     def _next_timeline(self, conn: Connection, tli: int, switch: int) -> None:
         """The end-of-timeline result set (next_tli int8, next_tli_startpos text), then
         CommandComplete START_STREAMING and START_REPLICATION (seen on 15)."""
-        conn._result((("next_tli", 20), ("next_tli_startpos", 25)), [(str(tli), format_lsn(switch))],
+        conn.result((("next_tli", 20), ("next_tli_startpos", 25)), [(str(tli), format_lsn(switch))],
                      "START_STREAMING")
         conn.send(CommandComplete("START_REPLICATION"))
 
@@ -275,9 +274,8 @@ class PhysicalServer:
                                    timeline=tli, start=start, end=end,
                                    checkpoint=source.checkpoint_lsn or start, started=int(conn.server.wall_clock()),
                                    system_id=self.recording.system_id)
-        conn.delegate = BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None, now,
-                                     typed=self.state.persona.major >= 15)
-        conn.phase = "streaming"
+        conn.start_stream(BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None,
+                                       now, typed=self.state.persona.major >= 15))
         return True
 
 
@@ -329,17 +327,15 @@ class _Delegate:
     def _apply(self, f: Fault, now: float) -> str:
         """Apply a fault: 'stop' (nothing more now), 'go', or a modifier of the next message."""
         conn = self.conn
-        conn._record(event=f"fault:{f.action}")
+        conn.record(event=f"fault:{f.action}")
         a = f.action
         if a in ("disconnect", "reset"):
             self._release()
-            conn.close_action = Close(reset=a == "reset")
-            conn.phase = "closing"
+            conn.close(reset=a == "reset")
             return "stop"
         if a == "crash":
             self._release()
-            conn.close_action = Close(reset=True, crash=True)
-            conn.phase = "closing"
+            conn.close(reset=True, crash=True)
             if f.seconds:
                 conn.server.down_until = conn.server.clock() + f.seconds
             return "stop"
@@ -376,9 +372,7 @@ class _Delegate:
         """Back to the command phase: ReadyForQuery."""
         self._release()
         conn = self.conn
-        conn.delegate = None
-        conn.phase = "ready"
-        conn._ready()
+        conn.finish_stream()
 
     def _before_output(self, now: float) -> Action | list[str]:
         """What every stream checks before sending: a cancel request, the faults due now
@@ -483,13 +477,13 @@ class WalStream(_Delegate):
                 conn.messages_sent += 1
                 size += len(frame)
                 if record:
-                    conn._record("B", None, XLogData(start, wal_end, ts, data))
+                    conn.record("B", None, XLogData(start, wal_end, ts, data))
             self.sent += 1
             self.sent_ptr = max(self.sent_ptr, end)
 
     def _keepalive(self, reply: bool) -> None:
         # WalSndKeepalive: walEnd is what was sent so far (seen on 15).
-        self.conn._keepalive(self.sent_ptr, reply)
+        self.conn.keepalive(self.sent_ptr, reply)
 
     # -- input -----------------------------------------------------------------------------
     def input(self, msg: Any, now: float) -> None:
@@ -497,7 +491,7 @@ class WalStream(_Delegate):
         if isinstance(msg, CopyData):
             if msg.data[:1] not in (b"r", b"h"):
                 # walsender.c ProcessRepliesIfAny/ProcessStandbyMessage: FATAL on any other type.
-                conn._record("F", msg)
+                conn.record("F", msg)
                 self._release()
                 kind = msg.data[:1].decode("latin-1") or "?"
                 conn.fatal(ServerError("08P01", f'unexpected message type "{kind}"'))
@@ -505,11 +499,11 @@ class WalStream(_Delegate):
             try:
                 payload = decode_copy_data(msg.data)
             except DecodeError as err:
-                conn._record("F", msg)
+                conn.record("F", msg)
                 self._release()
                 conn.fatal(ServerError("08P01", "invalid standby message", detail=str(err)))
                 return
-            conn._record("F", msg, payload)
+            conn.record("F", msg, payload)
             if isinstance(payload, StandbyStatusUpdate):
                 self.positions = conn.positions = (payload.write_lsn, payload.flush_lsn, payload.apply_lsn)
                 # PhysicalConfirmReceivedLocation: a physical slot's restart_lsn follows flush.
@@ -543,7 +537,7 @@ class WalStream(_Delegate):
             return
         if isinstance(msg, Terminate):
             self._release()
-            conn.close_action = Close()
+            conn.close()
             return
         self._release()
         conn.fatal(ServerError("08P01", f"unexpected message type 0x{ord(msg.tag):02X} during COPY from stdin"))
@@ -641,6 +635,6 @@ class BackupStream(_Delegate):
     def input(self, msg: Any, now: float) -> None:
         conn = self.conn
         if isinstance(msg, Terminate):
-            conn.close_action = Close()
+            conn.close()
         # The client may not send anything during COPY OUT but a Terminate; the real server
         # reads nothing until the command ends. Ignore the rest.

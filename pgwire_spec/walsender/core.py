@@ -83,6 +83,7 @@ from ._render import Notice, Plan, Write, render
 from .faults import Fault, FaultBook, last_fired, modify_payload
 from .personas import Persona, ServerError, StreamOptions, persona
 from .scenario import Scenario
+from .stream import Stream
 from .transcript import Entry, Transcript
 
 __all__ = ["ServerState", "Connection", "SlotState", "Send", "Wait", "Close", "Action", "CHUNK"]
@@ -371,9 +372,9 @@ class Connection:
         self.secret = server.random_bytes(4)
         self.tx = "I"
         self.stream: _Stream | None = None
-        #: A stream the core does not run itself (physical replication, BASE_BACKUP: see
-        #: pgwire_spec.physical.serve): it gets ``input(msg, now)`` and ``produce(now)``.
-        self.delegate: Any = None
+        #: The running stream (a :class:`~pgwire_spec.walsender.stream.Stream`: logical,
+        #: physical WAL or BASE_BACKUP) while the phase is ``streaming``.
+        self.delegate: Stream | None = None
         self.close_action: Close | None = None
         self.eof = False
         self.cancel_requested = False
@@ -456,10 +457,8 @@ class Connection:
             return self.next_action(now)
         if self.eof and self.phase != "closed":
             return self._gone()
-        if self.phase == "streaming" and self.stream is not None:
-            return self._produce(now)
         if self.phase == "streaming" and self.delegate is not None:
-            return self.delegate.produce(now)  # type: ignore[no-any-return]
+            return self.delegate.produce(now)
         return Wait(None)
 
     def _gone(self) -> Action:
@@ -526,10 +525,43 @@ class Connection:
         self.fatal(ServerError("08P01", f"invalid frontend message type {kind}"))
 
     def _act_stream(self, msg: Any, now: float) -> None:
-        if self.delegate is not None:
-            self.delegate.input(msg, now)
-        else:
-            self._stream_input(msg, now)
+        assert self.delegate is not None
+        self.delegate.input(msg, now)
+
+    # -- what a stream may use (walsender.stream) ------------------------------------------
+    def record(self, direction: str = "B", message: Any = None, payload: Any = None, *,
+               event: str | None = None) -> None:
+        """Add to the transcript (when the server records one)."""
+        self._record(direction, message, payload, event=event)
+
+    def result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str) -> None:
+        """Send a command's result set: RowDescription, DataRows, CommandComplete."""
+        self._result(columns, rows, tag)
+
+    def keepalive(self, wal_end: int, reply_requested: bool) -> None:
+        """Send a Primary keepalive stamped with the server's wall clock."""
+        self._keepalive(wal_end, reply_requested)
+
+    @staticmethod
+    def check_slot_name(name: str) -> None:
+        """Raise the ServerError a real server gives for an invalid slot name."""
+        Connection._check_slot_name(name)
+
+    def start_stream(self, stream: Stream) -> None:
+        """Enter the ``streaming`` phase with *stream* running it."""
+        self.delegate = stream
+        self.phase = "streaming"
+
+    def finish_stream(self) -> None:
+        """Leave the ``streaming`` phase: back to commands, ReadyForQuery."""
+        self.delegate = None
+        self.phase = "ready"
+        self._ready()
+
+    def close(self, *, reset: bool = False, crash: bool = False) -> None:
+        """Close the connection once the queued output is sent."""
+        self.close_action = Close(reset=reset, crash=crash)
+        self.phase = "closing"
 
     # -- startup and authentication --------------------------------------------------------
     def _startup(self, msg: Any) -> None:
@@ -928,7 +960,7 @@ class Connection:
         plan = self.server.plan(options, start)
         slot.active = self.id
         self.send(CopyBothResponse(0, ()))
-        self.phase = "streaming"
+        self.start_stream(_LogicalStream(self))
         st = _Stream(slot, options, plan, now, wal_end=start)
         st.faults = self.server.faults.for_connection(self.params, "stream", slot.name)
         st.next_keepalive = now + self.server.scenario.keepalive.interval
@@ -948,6 +980,7 @@ class Connection:
     def _end_stream(self, *, copy_done: bool) -> None:
         st = self.stream
         self.stream = None
+        self.delegate = None
         if st is not None and st.slot.active == self.id:
             st.slot.active = None
         self.phase = "ready"
@@ -1190,3 +1223,22 @@ class Connection:
 
 
 _TYPE_SIZES = {16: 1, 18: 1, 19: 64, 20: 8, 21: 2, 23: 4, 26: 4, 1700: -1}
+
+
+class _LogicalStream:
+    """The logical replication stream as a :class:`Stream`: the connection runs it itself
+    (its plan, faults and keepalives live in ``Connection.stream``)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def input(self, msg: Any, now: float) -> None:
+        self.conn._stream_input(msg, now)
+
+    def produce(self, now: float) -> Action:
+        if self.conn.stream is None:
+            return Wait(None)
+        return self.conn._produce(now)
+
