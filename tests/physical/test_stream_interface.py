@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pgwire_spec.physical as physical
 from pgwire_spec.physical import serve
-from pgwire_spec.walsender.core import Connection, _LogicalStream
+from pgwire_spec.walsender._streaming import _LogicalStream
+from pgwire_spec.walsender.core import Connection
 from pgwire_spec.walsender.stream import Stream
 
 PHYSICAL = Path(physical.__file__).parent
