@@ -31,6 +31,7 @@ from ..replication.messages import (
 from ..walsender.core import CHUNK, SlotState, Wait
 from ..walsender.faults import Fault, modify_payload
 from ..walsender.personas import ServerError
+from ..walsender.stream import apply_fault
 from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
 from .backup import BackupSource, Throttle, backup_messages, collect_files, parse_backup_options
 from .history import HistoryError, history_file_name
@@ -325,42 +326,21 @@ class _Delegate:
         return min(times) if times else None
 
     def _apply(self, f: Fault, now: float) -> str:
-        """Apply a fault: 'stop' (nothing more now), 'go', or a modifier of the next message."""
-        conn = self.conn
-        conn.record(event=f"fault:{f.action}")
-        a = f.action
-        if a in ("disconnect", "reset"):
-            self._release()
-            conn.close(reset=a == "reset")
-            return "stop"
-        if a == "crash":
-            self._release()
-            conn.close(reset=True, crash=True)
-            if f.seconds:
-                conn.server.down_until = conn.server.clock() + f.seconds
-            return "stop"
-        if a == "stall":
-            if f.seconds is None:
-                self.paused_forever = True
-            else:
-                self.paused_until = now + f.seconds
-            return "stop"
-        if a == "delay":
-            self.paused_until = now + (f.seconds or 0.0)
-            return "stop"
-        if a == "keepalive":
-            self._keepalive(True)
-            return "go"
-        if a == "error":
-            err = ServerError(f.sqlstate, f.message, severity=f.severity)
-            if f.severity in ("FATAL", "PANIC"):
-                self._release()
-                conn.fatal(err)
-            else:
-                conn.send_error(err)
-                self._finish()
-            return "stop"
-        return a
+        """Apply a fault (walsender.stream.apply_fault, shared with the logical stream)."""
+        return apply_fault(self.conn, f, self, now)
+
+    # -- FaultTarget -------------------------------------------------------------------------
+    def release(self) -> None:
+        self._release()
+
+    def fault_keepalive(self) -> None:
+        self._keepalive(True)
+
+    def fault_shutdown(self) -> bool:
+        return False  # not a fault the physical streams know
+
+    def end_after_error(self) -> None:
+        self._finish()
 
     def _keepalive(self, reply: bool) -> None:
         raise NotImplementedError

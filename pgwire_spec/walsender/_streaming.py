@@ -31,6 +31,7 @@ from ._base import CHUNK, Action, Close, Wait, _Stream
 from ._render import Notice, Write
 from .faults import Fault, last_fired, modify_payload
 from .personas import ServerError
+from .stream import apply_fault
 
 if TYPE_CHECKING:
     from .core import Connection, ServerState
@@ -152,46 +153,8 @@ class _Streaming:
         return out
 
     def _apply_fault(self, f: Fault, st: _Stream, now: float) -> str:
-        """Apply a fault; returns 'stop' (stop producing now), 'go' or a frame modifier."""
-        self._record(event=f"fault:{f.action}")
-        a = f.action
-        if a in ("disconnect", "reset"):
-            self.close_action = Close(reset=a == "reset")
-            self.phase = "closing"
-            return "stop"
-        if a == "crash":
-            self.close_action = Close(reset=True, crash=True)
-            self.phase = "closing"
-            if f.seconds:
-                self.server.down_until = self.server.clock() + f.seconds
-            return "stop"
-        if a == "stall":
-            if f.seconds is None:
-                st.paused_forever = True
-            else:
-                st.paused_until = now + f.seconds
-            return "stop"
-        if a == "delay":
-            st.paused_until = now + (f.seconds or 0.0)
-            return "stop"
-        if a == "keepalive":
-            self._keepalive(st.wal_end, True)
-            return "go"
-        if a == "shutdown":
-            # A server shutting down ends the COPY itself (walsender.c WalSndDone): CopyDone,
-            # then nothing more until the client answers with its CopyDone.
-            self.send(CopyDone())
-            st.done_sending = True
-            return "stop"
-        if a == "error":
-            err = ServerError(f.sqlstate, f.message, severity=f.severity)
-            if f.severity in ("FATAL", "PANIC"):
-                self.fatal(err)
-            else:
-                self.send_error(err)
-                self._end_stream(copy_done=False)
-            return "stop"
-        return a  # corrupt | truncate | duplicate: applied to the next frame
+        """Apply a fault (walsender.stream.apply_fault, shared with the physical streams)."""
+        return apply_fault(self, f, _LogicalStream(self), now)  # type: ignore[arg-type]  # a mixin of Connection
 
     def _produce(self, now: float) -> Action:
         st = self.stream
@@ -342,3 +305,42 @@ class _LogicalStream:
         if self.conn.stream is None:
             return Wait(None)
         return self.conn._produce(now)
+
+    # -- FaultTarget -------------------------------------------------------------------------
+    @property
+    def paused_until(self) -> float | None:
+        st = self.conn.stream
+        return st.paused_until if st is not None else None
+
+    @paused_until.setter
+    def paused_until(self, value: float | None) -> None:
+        if self.conn.stream is not None:
+            self.conn.stream.paused_until = value
+
+    @property
+    def paused_forever(self) -> bool:
+        st = self.conn.stream
+        return st.paused_forever if st is not None else False
+
+    @paused_forever.setter
+    def paused_forever(self, value: bool) -> None:
+        if self.conn.stream is not None:
+            self.conn.stream.paused_forever = value
+
+    def release(self) -> None:
+        pass  # the slot is released when the connection is forgotten
+
+    def fault_keepalive(self) -> None:
+        st = self.conn.stream
+        self.conn._keepalive(st.wal_end if st is not None else 0, True)
+
+    def fault_shutdown(self) -> bool:
+        # A server shutting down ends the COPY itself (walsender.c WalSndDone): CopyDone,
+        # then nothing more until the client answers with its CopyDone.
+        self.conn.send(CopyDone())
+        if self.conn.stream is not None:
+            self.conn.stream.done_sending = True
+        return True
+
+    def end_after_error(self) -> None:
+        self.conn._end_stream(copy_done=False)
