@@ -72,12 +72,6 @@ __all__ = ["ServerState", "Connection", "SlotState", "Send", "Wait", "Close", "A
 _PG_EPOCH_UNIX = 946684800
 
 
-
-def pg_now() -> int:
-    """The protocol's TimestampTz for now (µs since 2000-01-01 UTC)."""
-    return int((time.time() - _PG_EPOCH_UNIX) * 1_000_000)
-
-
 # ------------------------------------------------------------------------------------------
 # Connection phases
 # ------------------------------------------------------------------------------------------
