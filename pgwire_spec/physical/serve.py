@@ -62,6 +62,11 @@ class PhysicalSource:
         return {"version": self.recording.server_version.split()[0], "system_id": self.recording.system_id,
                 "timeline": self.recording.timeline}
 
+    def command(self, conn: Connection, cmd: Any, now: float) -> bool | None:
+        """The walsender's ``CommandSource`` hook (walsender.stream): answer *cmd* if it is
+        physical replication's."""
+        return command(conn, cmd, now)
+
 
 _SERVERS: weakref.WeakKeyDictionary[Any, PhysicalServer] = weakref.WeakKeyDictionary()
 

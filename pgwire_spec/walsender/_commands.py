@@ -26,6 +26,7 @@ from . import _sql
 from ._base import Close, SlotState
 from ._history import _Tables
 from .personas import ServerError
+from .stream import CommandSource
 
 if TYPE_CHECKING:
     from .core import ServerState
@@ -147,10 +148,13 @@ class _Commands:
         persona_ = self.server.persona
         if cmd.keyword not in persona_.commands:
             raise ServerError("42601", "syntax error")
-        if self.server.scenario.physical is not None:
-            from ..physical.serve import command as physical_command
-
-            handled = physical_command(self, cmd, now)
+        extra = self.server.scenario.physical
+        if extra is not None:
+            # A scenario section that serves commands itself (physical replication and
+            # BASE_BACKUP: pgwire_spec.physical.serve.PhysicalSource), through the public
+            # interface of walsender.stream.
+            source: CommandSource = extra
+            handled = source.command(self, cmd, now)
             if handled is not None:
                 return handled
         if isinstance(cmd, rc.IdentifySystem):

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .core import Action, Connection
     from .faults import Fault
 
-__all__ = ["Stream", "FaultTarget", "apply_fault"]
+__all__ = ["Stream", "CommandSource", "FaultTarget", "apply_fault"]
 
 
 @runtime_checkable
@@ -31,6 +31,15 @@ class Stream(Protocol):
     def produce(self, now: float) -> Action:
         """Output is wanted: queue messages on the connection and say what comes next
         (``Send``, ``Wait(deadline)`` or ``Close``)."""
+
+
+class CommandSource(Protocol):
+    """A scenario section that answers some replication commands itself and may start a
+    :class:`Stream` for them (the physical server: START_REPLICATION PHYSICAL,
+    BASE_BACKUP, READ_REPLICATION_SLOT, …)."""
+
+    def command(self, conn: Connection, cmd: Any, now: float) -> bool | None:
+        """True when a stream started, False when answered, None to let the core answer."""
 
 
 class FaultTarget(Protocol):
