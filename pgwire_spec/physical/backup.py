@@ -39,6 +39,7 @@ from typing import Any
 
 from ..lsn import format_lsn
 from ..replication import commands as rc
+from ..replication import frames
 from ..walsender.personas import ServerError
 from ..wire import (
     CommandComplete,
@@ -490,7 +491,7 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
         trailer = bytes(2 * TAR_BLOCK)
         yield CopyData(prefix + trailer), len(trailer)
         done += len(trailer)
-        yield CopyData(b"p" + struct.pack("!q", done)), 0
+        yield CopyData(frames.backup_progress(done)), 0
     else:
         yield CopyDone(), 0
     if opts.wait:

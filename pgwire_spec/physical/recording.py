@@ -24,7 +24,6 @@ form in ``expected`` (the wire message; CopyData's payload decoded in ``copy``).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from ..errors import CommandSyntaxError, DecodeError
 from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
 from ..replication import commands as rc
+from ..replication import frames
 from ..replication.messages import XLogData, decode_copy_data, encode_copy_data
 from ..wire import (
     BackendReader,
@@ -415,9 +415,6 @@ def parse_recording(doc: Any, path: Path) -> PhysicalRecording:
 
 # -- verification ----------------------------------------------------------------------------
 
-_XLOG_HEADER = struct.Struct("!cIcQQq")
-
-
 def message_bytes(rec: PhysicalRecording, m: RecordedMessage) -> bytes:
     """The exact bytes of a recorded message (XLogData rebuilt from the WAL)."""
     if m.hex is not None:
@@ -425,8 +422,7 @@ def message_bytes(rec: PhysicalRecording, m: RecordedMessage) -> bytes:
     assert m.copy is not None and m.timeline is not None and m.length is not None
     start = parse_lsn(m.copy["data_start"])
     data = rec.store.read(m.timeline, start, start + m.length)
-    return _XLOG_HEADER.pack(b"d", 4 + 25 + len(data), b"w", start, parse_lsn(m.copy["wal_end"]),
-                             int(m.copy["send_time"])) + data
+    return frames.xlog_data(start, parse_lsn(m.copy["wal_end"]), int(m.copy["send_time"]), data)
 
 
 def verify_recording(rec: PhysicalRecording) -> tuple[int, list[str]]:

@@ -13,7 +13,6 @@ Sans-IO: no socket, no clock of its own (``now`` comes from the shell).
 
 from __future__ import annotations
 
-import struct
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,15 +21,17 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DecodeError
 from ..lsn import format_lsn
 from ..replication import commands as rc
+from ..replication import frames
 from ..replication.messages import (
     HotStandbyFeedback,
     StandbyStatusUpdate,
     XLogData,
     decode_copy_data,
 )
-from ..walsender.core import CHUNK, Close, SlotState, Wait, pg_now
-from ..walsender.faults import Fault
+from ..walsender.core import CHUNK, SlotState, Wait
+from ..walsender.faults import Fault, modify_payload
 from ..walsender.personas import ServerError
+from ..walsender.stream import apply_fault
 from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
 from .backup import BackupSource, Throttle, backup_messages, collect_files, parse_backup_options
 from .history import HistoryError, history_file_name
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PhysicalSource", "PhysicalServer", "command", "physical_server"]
 
-_XLOG_HEADER = struct.Struct("!cIcQQq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,11 @@ class PhysicalSource:
         """ServerInfo values the recording implies (the scenario's own win)."""
         return {"version": self.recording.server_version.split()[0], "system_id": self.recording.system_id,
                 "timeline": self.recording.timeline}
+
+    def command(self, conn: Connection, cmd: Any, now: float) -> bool | None:
+        """The walsender's ``CommandSource`` hook (walsender.stream): answer *cmd* if it is
+        physical replication's."""
+        return command(conn, cmd, now)
 
 
 _SERVERS: weakref.WeakKeyDictionary[Any, PhysicalServer] = weakref.WeakKeyDictionary()
@@ -112,7 +117,7 @@ class PhysicalServer:
     # -- commands --------------------------------------------------------------------------
     def command(self, conn: Connection, cmd: Any, now: float) -> bool | None:
         if isinstance(cmd, rc.IdentifySystem):
-            conn._result((("systemid", 25), ("timeline", self.state.persona.timeline_type), ("xlogpos", 25),
+            conn.result((("systemid", 25), ("timeline", self.state.persona.timeline_type), ("xlogpos", 25),
                           ("dbname", 25)),
                          [(self.recording.system_id, str(self.history.current), format_lsn(self.flush),
                            conn.database)], "IDENTIFY_SYSTEM")
@@ -120,7 +125,7 @@ class PhysicalServer:
         if isinstance(cmd, rc.Show) and cmd.name.lower() in ("wal_segment_size", "wal_block_size"):
             value = _size_text(self.store.segment_size) if cmd.name.lower() == "wal_segment_size" \
                 else str(self.store.block_size)
-            conn._result(((cmd.name.lower(), 25),), [(value,)], "SHOW")
+            conn.result(((cmd.name.lower(), 25),), [(value,)], "SHOW")
             return False
         if isinstance(cmd, rc.TimelineHistory):
             self._timeline_history(conn, cmd.timeline)
@@ -153,7 +158,7 @@ class PhysicalServer:
         conn.send(CommandComplete("TIMELINE_HISTORY"))
 
     def _create_slot(self, conn: Connection, cmd: rc.CreateReplicationSlot) -> None:
-        conn._check_slot_name(cmd.slot_name)
+        conn.check_slot_name(cmd.slot_name)
         reserve = False
         seen: set[str] = set()
         for name, value in cmd.options:
@@ -176,21 +181,21 @@ class PhysicalServer:
             conn.id if cmd.temporary else None)
         # CreateReplicationSlot: consistent_point is the slot's confirmed_flush, 0/0 for a
         # physical slot (seen on 15).
-        conn._result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
+        conn.result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
                      [(cmd.slot_name, "0/0", None, None)], "CREATE_REPLICATION_SLOT")
 
     def _read_slot(self, conn: Connection, cmd: rc.ReadReplicationSlot) -> None:
         cols = (("slot_type", 25), ("restart_lsn", 25), ("restart_tli", 20))
         slot = self.state.slots.get(cmd.slot_name)
         if slot is None:
-            conn._result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
+            conn.result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
             return
         if slot.kind == "logical":
             raise ServerError("0A000", "cannot use READ_REPLICATION_SLOT with a logical replication slot")
         if not slot.restart_lsn:
-            conn._result(cols, [("physical", None, None)], "READ_REPLICATION_SLOT")
+            conn.result(cols, [("physical", None, None)], "READ_REPLICATION_SLOT")
             return
-        conn._result(cols, [("physical", format_lsn(slot.restart_lsn),
+        conn.result(cols, [("physical", format_lsn(slot.restart_lsn),
                              str(self.history.timeline_of(slot.restart_lsn)))], "READ_REPLICATION_SLOT")
 
     # -- START_REPLICATION … PHYSICAL ------------------------------------------------------------
@@ -242,14 +247,13 @@ class PhysicalServer:
             flush_points = [end]
         stream = WalStream(self, conn, tli, start, end, switch is not None, following, slot,
                            split_xlogdata(start, flush_points, block_size=self.store.block_size), now)
-        conn.delegate = stream
-        conn.phase = "streaming"
+        conn.start_stream(stream)
         return True
 
     def _next_timeline(self, conn: Connection, tli: int, switch: int) -> None:
         """The end-of-timeline result set (next_tli int8, next_tli_startpos text), then
         CommandComplete START_STREAMING and START_REPLICATION (seen on 15)."""
-        conn._result((("next_tli", 20), ("next_tli_startpos", 25)), [(str(tli), format_lsn(switch))],
+        conn.result((("next_tli", 20), ("next_tli_startpos", 25)), [(str(tli), format_lsn(switch))],
                      "START_STREAMING")
         conn.send(CommandComplete("START_REPLICATION"))
 
@@ -274,11 +278,10 @@ class PhysicalServer:
         files = list(source.files) if source.files else collect_files(source.directory)
         messages = backup_messages(opts, major=self.state.persona.major, files=files, store=self.store,
                                    timeline=tli, start=start, end=end,
-                                   checkpoint=source.checkpoint_lsn or start, started=int(pg_now() / 1e6) + 946684800,
+                                   checkpoint=source.checkpoint_lsn or start, started=int(conn.server.wall_clock()),
                                    system_id=self.recording.system_id)
-        conn.delegate = BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None, now,
-                                     typed=self.state.persona.major >= 15)
-        conn.phase = "streaming"
+        conn.start_stream(BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None,
+                                       now, typed=self.state.persona.major >= 15))
         return True
 
 
@@ -328,44 +331,21 @@ class _Delegate:
         return min(times) if times else None
 
     def _apply(self, f: Fault, now: float) -> str:
-        """Apply a fault: 'stop' (nothing more now), 'go', or a modifier of the next message."""
-        conn = self.conn
-        conn._record(event=f"fault:{f.action}")
-        a = f.action
-        if a in ("disconnect", "reset"):
-            self._release()
-            conn.close_action = Close(reset=a == "reset")
-            conn.phase = "closing"
-            return "stop"
-        if a == "crash":
-            self._release()
-            conn.close_action = Close(reset=True, crash=True)
-            conn.phase = "closing"
-            if f.seconds:
-                conn.server.down_until = conn.server.clock() + f.seconds
-            return "stop"
-        if a == "stall":
-            if f.seconds is None:
-                self.paused_forever = True
-            else:
-                self.paused_until = now + f.seconds
-            return "stop"
-        if a == "delay":
-            self.paused_until = now + (f.seconds or 0.0)
-            return "stop"
-        if a == "keepalive":
-            self._keepalive(True)
-            return "go"
-        if a == "error":
-            err = ServerError(f.sqlstate, f.message, severity=f.severity)
-            if f.severity in ("FATAL", "PANIC"):
-                self._release()
-                conn.fatal(err)
-            else:
-                conn.send_error(err)
-                self._finish()
-            return "stop"
-        return a
+        """Apply a fault (walsender.stream.apply_fault, shared with the logical stream)."""
+        return apply_fault(self.conn, f, self, now)
+
+    # -- FaultTarget -------------------------------------------------------------------------
+    def release(self) -> None:
+        self._release()
+
+    def fault_keepalive(self) -> None:
+        self._keepalive(True)
+
+    def fault_shutdown(self) -> bool:
+        return False  # not a fault the physical streams know
+
+    def end_after_error(self) -> None:
+        self._finish()
 
     def _keepalive(self, reply: bool) -> None:
         raise NotImplementedError
@@ -377,9 +357,7 @@ class _Delegate:
         """Back to the command phase: ReadyForQuery."""
         self._release()
         conn = self.conn
-        conn.delegate = None
-        conn.phase = "ready"
-        conn._ready()
+        conn.finish_stream()
 
     def _before_output(self, now: float) -> Action | list[str]:
         """What every stream checks before sending: a cancel request, the faults due now
@@ -470,39 +448,27 @@ class WalStream(_Delegate):
         limit = self._limit()
         stop = len(self.cuts) if limit is None else min(len(self.cuts), self.index + limit)
         size = 0
-        ts = pg_now()
+        ts = self.conn.server.pg_now()
         record = conn.server.transcript is not None
         while self.index < stop and size < CHUNK:
             start, end, wal_end = self.cuts[self.index]
             self.index += 1
             data = store.read(self.timeline, start, end)
-            dup = False
-            for mod in modifiers:
-                if mod == "corrupt":
-                    f = conn._last_fault("corrupt")
-                    if data:
-                        b = bytearray(data)
-                        b[min(max(f.offset, 0), len(b) - 1)] ^= f.xor & 0xFF
-                        data = bytes(b)
-                elif mod == "truncate":
-                    f = conn._last_fault("truncate")
-                    data = data[:max(0, f.keep if f.keep is not None else len(data) // 2)]
-                elif mod == "duplicate":
-                    dup = True
+            data, copies = modify_payload(conn.server.faults, data, modifiers)
             modifiers = []
-            frame = _XLOG_HEADER.pack(b"d", 4 + 25 + len(data), b"w", start, wal_end, ts) + data
-            for _ in range(2 if dup else 1):
+            frame = frames.xlog_data(start, wal_end, ts, data)
+            for _ in range(copies):
                 conn.out.append(frame)
                 conn.messages_sent += 1
                 size += len(frame)
                 if record:
-                    conn._record("B", None, XLogData(start, wal_end, ts, data))
+                    conn.record("B", None, XLogData(start, wal_end, ts, data))
             self.sent += 1
             self.sent_ptr = max(self.sent_ptr, end)
 
     def _keepalive(self, reply: bool) -> None:
         # WalSndKeepalive: walEnd is what was sent so far (seen on 15).
-        self.conn._keepalive(self.sent_ptr, reply)
+        self.conn.keepalive(self.sent_ptr, reply)
 
     # -- input -----------------------------------------------------------------------------
     def input(self, msg: Any, now: float) -> None:
@@ -510,7 +476,7 @@ class WalStream(_Delegate):
         if isinstance(msg, CopyData):
             if msg.data[:1] not in (b"r", b"h"):
                 # walsender.c ProcessRepliesIfAny/ProcessStandbyMessage: FATAL on any other type.
-                conn._record("F", msg)
+                conn.record("F", msg)
                 self._release()
                 kind = msg.data[:1].decode("latin-1") or "?"
                 conn.fatal(ServerError("08P01", f'unexpected message type "{kind}"'))
@@ -518,11 +484,11 @@ class WalStream(_Delegate):
             try:
                 payload = decode_copy_data(msg.data)
             except DecodeError as err:
-                conn._record("F", msg)
+                conn.record("F", msg)
                 self._release()
                 conn.fatal(ServerError("08P01", "invalid standby message", detail=str(err)))
                 return
-            conn._record("F", msg, payload)
+            conn.record("F", msg, payload)
             if isinstance(payload, StandbyStatusUpdate):
                 self.positions = conn.positions = (payload.write_lsn, payload.flush_lsn, payload.apply_lsn)
                 # PhysicalConfirmReceivedLocation: a physical slot's restart_lsn follows flush.
@@ -556,7 +522,7 @@ class WalStream(_Delegate):
             return
         if isinstance(msg, Terminate):
             self._release()
-            conn.close_action = Close()
+            conn.close()
             return
         self._release()
         conn.fatal(ServerError("08P01", f"unexpected message type 0x{ord(msg.tag):02X} during COPY from stdin"))
@@ -640,21 +606,12 @@ class BackupStream(_Delegate):
         at, when = self.reported
         if self.archive_done - at >= self.PROGRESS_BYTES and now - when >= self.PROGRESS_SECONDS:
             self.reported = (self.archive_done, now)
-            self.conn.send(CopyData(b"p" + struct.pack("!q", self.archive_done)))
+            self.conn.send(CopyData(frames.backup_progress(self.archive_done)))
 
     def _modify(self, msg: CopyData, modifiers: list[str]) -> CopyData:
-        data = msg.data
-        for mod in modifiers:
-            if mod == "corrupt" and data:
-                f = self.conn._last_fault("corrupt")
-                b = bytearray(data)
-                b[min(max(f.offset, 0), len(b) - 1)] ^= f.xor & 0xFF
-                data = bytes(b)
-            elif mod == "truncate":
-                f = self.conn._last_fault("truncate")
-                data = data[:max(0, f.keep if f.keep is not None else len(data) // 2)]
-            elif mod == "duplicate":
-                self.conn.send(CopyData(data))
+        data, copies = modify_payload(self.conn.server.faults, msg.data, modifiers)
+        for _ in range(copies - 1):
+            self.conn.send(CopyData(data))
         return CopyData(data)
 
     def _keepalive(self, reply: bool) -> None:
@@ -663,6 +620,6 @@ class BackupStream(_Delegate):
     def input(self, msg: Any, now: float) -> None:
         conn = self.conn
         if isinstance(msg, Terminate):
-            conn.close_action = Close()
+            conn.close()
         # The client may not send anything during COPY OUT but a Terminate; the real server
         # reads nothing until the command ends. Ignore the rest.

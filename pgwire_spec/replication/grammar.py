@@ -7,7 +7,7 @@ the server sends inside CopyBoth (XLogData, Primary keepalive) and those the cli
 
 from __future__ import annotations
 
-from construct import Const, Struct
+from construct import Const, Int64sb, Struct
 
 from .._primitives import Bool8, RestBytes, TimestampTz, TransactionId, UInt32, XLogRecPtr
 
@@ -58,10 +58,25 @@ HotStandbyFeedback = Struct(
     "catalog_xmin_epoch" / UInt32,
 )
 
+# BASE_BACKUP (15+, without TARGET): inside the CopyOutResponse the server sends
+# "progress report: Byte1('p'); Int64 the number of bytes of the current tablespace for
+# which processing has been completed" (docs' "Streaming Replication Protocol", BASE_BACKUP;
+# basebackup_copy.c bbsink_copystream_archive_contents/end_archive, sent with pq_sendint64).
+BackupProgress = Struct(
+    "tag" / Const(b"p"),
+    "done" / Int64sb,
+)
+
 LAYOUTS: dict[str, Struct] = {
     "XLogData": XLogData,
     "PrimaryKeepalive": PrimaryKeepalive,
     "StandbyStatusUpdate": StandbyStatusUpdate,
     "HotStandbyFeedback": HotStandbyFeedback,
+}
+
+#: BASE_BACKUP's CopyData layouts (a different conversation from START_REPLICATION's, so
+#: kept out of LAYOUTS, which the payload decoder routes by tag).
+BACKUP_LAYOUTS: dict[str, Struct] = {
+    "BackupProgress": BackupProgress,
 }
 

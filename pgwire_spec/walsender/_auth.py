@@ -3,7 +3,8 @@
 Sans-IO: an :class:`Authenticator` is told what the client sent and says what to answer.
 SCRAM follows PostgreSQL's rules: the mechanism list is ``SCRAM-SHA-256`` only (no -PLUS
 without TLS); the username inside client-first-message is ignored — libpq sends an empty
-one (``n,,n=,r=…``, protocol-facts §6) — and the credentials are those of the startup
+one (``n,,n=,r=…``, fe-auth-scram.c; auth-scram.c
+read_client_first_message ignores it) — and the credentials are those of the startup
 packet's user; the iteration count is 4096 (``scram_iterations``).
 """
 
@@ -15,6 +16,7 @@ import hmac
 import os
 import stringprep
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .personas import ServerError
@@ -95,8 +97,9 @@ class _ScramSecret:
 class SecretCache:
     """Per-server SCRAM secrets (PBKDF2 once per user, as a real server stores them)."""
 
-    def __init__(self, users: dict[str, str]) -> None:
+    def __init__(self, users: dict[str, str], random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.users = users
+        self.random_bytes = random_bytes
         self._secrets: dict[str, _ScramSecret] = {}
 
     def secret(self, user: str) -> _ScramSecret:
@@ -105,7 +108,8 @@ class SecretCache:
             password = self.users.get(user)
             # An unknown user still gets a full exchange (a mock secret), then fails, as a
             # real server does (no user enumeration).
-            s = _ScramSecret(password if password is not None else os.urandom(16).hex(), os.urandom(16))
+            s = _ScramSecret(password if password is not None else self.random_bytes(16).hex(),
+                             self.random_bytes(16))
             if password is not None:
                 self._secrets[user] = s
         return s
@@ -115,11 +119,12 @@ class Authenticator:
     """One connection's authentication exchange for *method*."""
 
     def __init__(self, method: str, user: str, users: dict[str, str], secrets: SecretCache | None = None,
-                 *, refuse: bool = False) -> None:
+                 *, refuse: bool = False, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.method = method
+        self.random_bytes = random_bytes
         self.user = user
         self.users = users
-        self.secrets = secrets or SecretCache(users)
+        self.secrets = secrets or SecretCache(users, random_bytes)
         self.refuse = refuse
         self._salt = b""
         self._client_first_bare = ""
@@ -139,7 +144,7 @@ class Authenticator:
         if self.method == "password":
             return AuthStep("cleartext", expect="password")
         if self.method == "md5":
-            self._salt = os.urandom(4)
+            self._salt = self.random_bytes(4)
             return AuthStep("md5", self._salt, expect="password")
         if self.method == "scram-sha-256":
             return AuthStep("sasl", MECHANISM.encode(), expect="sasl-initial")
@@ -185,7 +190,7 @@ class Authenticator:
         # sends an empty name).
         self._client_first_bare = bare
         secret = self.secrets.secret(self.user)
-        self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        self._nonce = attrs["r"] + base64.b64encode(self.random_bytes(18)).decode()
         self._server_first = (f"r={self._nonce},s={base64.b64encode(secret.salt).decode()},"
                               f"i={SCRAM_ITERATIONS}")
         return AuthStep("sasl-continue", self._server_first.encode(), expect="sasl-response")

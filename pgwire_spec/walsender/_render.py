@@ -5,7 +5,7 @@ streaming, two_phase, binary, messages, origin), on the server major (its person
 where it starts (transactions whose commit record lies before the start point are skipped,
 as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they come from:
 
-* the write location of each message (protocol-facts §4): Begin and Begin Prepare at the
+* the write location of each message (erratum E-ZERO-LSN): Begin and Begin Prepare at the
   transaction's first LSN, DML and Truncate at the change's LSN, Commit / Prepare /
   Commit Prepared / Rollback Prepared / Stream Commit / Stream Prepare at the end LSN,
   Stream Start at its segment's first change, Stream Stop at its last, Stream Abort at the
@@ -19,7 +19,7 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
   sent in Stream Start/Stop segments; in a segment DML carries the xid of the
   (sub)transaction that made it; a rolled-back subtransaction whose changes were already
   streamed gets a Stream Abort (xid, subxid); Stream Abort carries abort LSN and time only
-  with streaming = parallel (protocol-facts §2, 16);
+  with streaming = parallel (erratum E-STREAM-ABORT-TAIL);
 * two-phase: with two_phase, Begin Prepare … Prepare, later Commit Prepared or Rollback
   Prepared; without it, the transaction is sent as a plain one at COMMIT PREPARED and not
   at all when rolled back;
@@ -28,13 +28,13 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import encode
 from ..pgoutput import messages as m
+from ..replication import frames
 from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
 from .personas import Persona, ServerError, StreamOptions
 from .scenario import Table
@@ -73,8 +73,6 @@ class Plan:
         return self._frames
 
 
-#: A frame up to its sendTime: CopyData 'd', Int32 length, XLogData 'w', dataStart, walEnd.
-_FRAME_HEAD = struct.Struct("!cIcQQ")
 
 
 class Frames:
@@ -98,12 +96,12 @@ class Frames:
         max_lsn = []
         pos = 0
         top = 0
-        pack = _FRAME_HEAD.pack
+        head = frames.xlog_head
         for it in items:
             if isinstance(it, Write):
-                heads.append(pack(b"d", 29 + len(it.payload), b"w", it.lsn, it.lsn))
+                heads.append(head(it.lsn, it.lsn, len(it.payload)))
                 payloads.append(it.payload)
-                pos += 30 + len(it.payload)
+                pos += frames.XLOG_FRAME_OVERHEAD + len(it.payload)
                 if it.lsn > top:
                     top = it.lsn
             offsets.append(pos)

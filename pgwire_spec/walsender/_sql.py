@@ -1,8 +1,8 @@
 """The SQL that real replication clients send, recognised by structure and answered from the
 scenario.
 
-Clients send a handful of catalog queries over a replication connection (protocol-facts §5
-and the transcripts): pg_recvlogical and every subscriber start with
+Clients send a handful of catalog queries over a replication connection (as their sources
+send them: streamutil.c and pg_recvlogical.c, libpqwalreceiver.c, tablesync.c): pg_recvlogical and every subscriber start with
 ``set_config('search_path', '', false)``; a subscriber checks its publications, fetches the
 published tables (each publisher major has its own form), and its table-sync workers ask
 for the relation, its columns, column lists and row filters, then ``COPY … TO STDOUT``

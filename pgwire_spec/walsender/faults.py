@@ -167,3 +167,32 @@ class FaultBook:
             return False
         self.fired[index] += 1
         return True
+
+
+def last_fired(book: FaultBook, action: str) -> Fault:
+    """The last fault of *action* that fired (its parameters shape the modification)."""
+    for i in range(len(book.faults) - 1, -1, -1):
+        if book.faults[i].action == action and book.fired[i]:
+            return book.faults[i]
+    return Fault(action, after_messages=0)
+
+
+def modify_payload(book: FaultBook, data: bytes, modifiers: Sequence[str]) -> tuple[bytes, int]:
+    """The one place the message modifiers apply, for every stream (logical, physical WAL,
+    BASE_BACKUP): *data* corrupted (one byte XORed) and/or truncated, and how many times it
+    goes out (2 with ``duplicate``)."""
+    copies = 1
+    for mod in modifiers:
+        if mod == "corrupt":
+            if data:
+                f = last_fired(book, "corrupt")
+                b = bytearray(data)
+                b[min(max(f.offset, 0), len(b) - 1)] ^= f.xor & 0xFF
+                data = bytes(b)
+        elif mod == "truncate":
+            f = last_fired(book, "truncate")
+            data = data[:max(0, f.keep if f.keep is not None else len(data) // 2)]
+        elif mod == "duplicate":
+            copies = 2
+    return data, copies
+

@@ -56,7 +56,7 @@ def _read_json(path: Path, where: str) -> Any:
 
 def zero_lsn_rule(tags: Sequence[str], lsns: Sequence[int]) -> list[int]:
     """Walsender write positions from the SQL interface's LSNs: 0/0 for Relation and Type,
-    and for Begin / Begin Prepare / Stream Start when an Origin follows (protocol-facts §4)."""
+    and for Begin / Begin Prepare / Stream Start when an Origin follows (erratum E-ZERO-LSN)."""
     out = []
     for i, (tag, lsn) in enumerate(zip(tags, lsns)):
         nxt = tags[i + 1] if i + 1 < len(tags) else ""

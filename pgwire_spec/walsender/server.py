@@ -17,9 +17,11 @@ piles up in memory).
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -54,7 +56,10 @@ class FakeWalsender:
         self._host = host
         self._port = port
         self.record = record
-        self.state = ServerState(self.scenario, record=record, extra_faults=list(faults))
+        # The shell owns the real clocks, process id and randomness; the core is handed them.
+        self.state = ServerState(self.scenario, record=record, extra_faults=list(faults),
+                                 clock=time.monotonic, wall_clock=time.time,
+                                 pid=20000 + (os.getpid() % 1000) * 10, random_bytes=os.urandom)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: dict[int, asyncio.StreamWriter] = {}

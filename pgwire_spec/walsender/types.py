@@ -10,7 +10,8 @@ module turns them into
 * the **binary** form (the type's send function: 'b' values with ``binary = true`` and
   ``COPY … WITH (FORMAT binary)``), for the common built-in types. A type without a binary
   encoder here falls back to text, as a real server does for a type without a send function
-  (protocol-facts §3), so one tuple may mix 't' and 'b'.
+  (erratum E-BINARY-FALLBACK; pgoutput.c/proto.c
+  check ``typsend``), so one tuple may mix 't' and 'b'.
 
 The type table (names, aliases, OIDs, typmods) and the encoders a server's output and send
 functions are matched by live in :mod:`pgwire_spec.pgtypes`; this module turns loose scenario

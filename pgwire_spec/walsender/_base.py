@@ -1,0 +1,88 @@
+"""What the connection's parts share: the actions the core hands the shell, a slot's state
+and a running logical stream's state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..pgoutput.decoder import PgOutputDecoder
+from ._render import Plan
+from .personas import StreamOptions
+
+# ------------------------------------------------------------------------------------------
+# Actions
+# ------------------------------------------------------------------------------------------
+
+
+class Action:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Send(Action):
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Wait(Action):
+    """Nothing to do until bytes arrive or *deadline* (None: no deadline) passes."""
+
+    deadline: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Close(Action):
+    """Close the connection: ``reset`` with RST; ``crash``: every connection of the server."""
+
+    reset: bool = False
+    crash: bool = False
+
+
+
+# ------------------------------------------------------------------------------------------
+# Slots and streams
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SlotState:
+    name: str
+    kind: str  # logical | physical
+    plugin: str | None
+    database: str | None
+    confirmed_flush: int
+    restart_lsn: int
+    two_phase: bool = False
+    failover: bool = False
+    temporary: bool = False
+    #: The connection using the slot (START_REPLICATION), or None.
+    active: int | None = None
+    #: The connection that created a temporary slot.
+    owner: int | None = None
+
+
+@dataclass(slots=True)
+class _Stream:
+    """A running START_REPLICATION … LOGICAL."""
+
+    slot: SlotState
+    options: StreamOptions
+    plan: Plan
+    started: float
+    index: int = 0  # next plan item
+    sent: int = 0  # XLogData messages sent
+    wal_end: int = 0  # highest position sent
+    done_keepalive: bool = False
+    next_keepalive: float = 0.0
+    faults: list[int] = field(default_factory=list)
+    paused_until: float | None = None
+    paused_forever: bool = False
+    #: The server sent CopyDone (a shutdown): it sends nothing more and waits for the
+    #: client's CopyDone.
+    done_sending: bool = False
+    decoder: PgOutputDecoder | None = None
+
+
+
+#: Most bytes handed out per Send while streaming.
+CHUNK = 1 << 16

@@ -1,0 +1,294 @@
+"""The connection's commands: simple queries (SQL answered from the scenario, COPY) and the
+replication commands (IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, the slot commands).
+
+A mixin of :class:`~pgwire_spec.walsender.core.Connection`; it runs on its state."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CommandSyntaxError, OptionError
+from ..lsn import format_lsn
+from ..replication import commands as rc
+from ..wire import (
+    CommandComplete,
+    CopyData,
+    CopyDone,
+    CopyOutResponse,
+    DataRow,
+    EmptyQueryResponse,
+    FieldDescription,
+    ParameterStatus,
+    RowDescription,
+)
+from . import _sql
+from ._base import Close, SlotState
+from ._history import _Tables
+from .personas import ServerError
+from .stream import CommandSource
+
+if TYPE_CHECKING:
+    from .core import ServerState
+
+
+_TYPE_SIZES = {16: 1, 18: 1, 19: 64, 20: 8, 21: 2, 23: 4, 26: 4, 1700: -1}
+
+
+
+class _Commands:
+    server: ServerState
+
+    # -- queries ---------------------------------------------------------------------------
+    def _query(self, sql: str, now: float) -> None:
+        for stmt in _sql.split_statements(sql):
+            try:
+                if self.tx == "E" and not re.match(r"\s*(rollback|abort|commit|end)\b", stmt, re.IGNORECASE):
+                    raise ServerError("25P02", "current transaction is aborted, commands ignored until end "
+                                               "of transaction block")
+                try:
+                    started = self._statement(stmt, now)
+                except (ServerError, RecursionError):
+                    raise
+                except Exception as exc:  # a bug of ours must not take the connection down
+                    raise ServerError("XX000", f"internal error of the fake walsender: "
+                                               f"{type(exc).__name__}: {exc}") from None
+            except ServerError as err:
+                self.send_error(err)
+                if self.tx == "T":
+                    self.tx = "E"
+                if err.severity in ("FATAL", "PANIC"):
+                    self.close_action = Close()
+                    return
+                break
+            if started:
+                return  # START_REPLICATION: ReadyForQuery comes when the stream ends
+        self._ready()
+
+    def _statement(self, stmt: str, now: float) -> bool:
+        """Run one statement; True when it started streaming."""
+        major = self.server.persona.major
+        if self.replication != "false":
+            try:
+                cmd = rc.parse_command(stmt, server_major=major)
+            except CommandSyntaxError as exc:
+                raise ServerError("42601", "syntax error",
+                                  detail=f"expected {exc.expected}, found {exc.found} at position {exc.position}") from None
+            except OptionError as exc:
+                raise ServerError("42601", str(exc)) from None
+            if cmd is not None:
+                return self._command(cmd, now)
+            if self.replication == "physical":
+                raise ServerError("08P01", "cannot execute SQL commands in WAL sender for physical replication")
+        ans = _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
+        self._answer(ans)
+        return False
+
+    def _answer(self, ans: Any) -> None:
+        if isinstance(ans, _sql.Empty):
+            self.send(EmptyQueryResponse())
+        elif isinstance(ans, _sql.Command):
+            if ans.transaction == "begin":
+                if self.tx == "T":
+                    self.send_error(ServerError("25001", "there is already a transaction in progress",
+                                                severity="WARNING"))
+                self.tx = "T"
+            elif ans.transaction == "commit":
+                tag = "ROLLBACK" if self.tx == "E" else ans.tag
+                if self.tx == "I":
+                    self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
+                self.tx = "I"
+                self.send(CommandComplete(tag))
+                return
+            elif ans.transaction == "rollback":
+                if self.tx == "I":
+                    self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
+                self.tx = "I"
+            self.send(CommandComplete(ans.tag))
+        elif isinstance(ans, _sql.Result):
+            self._result(ans.columns, ans.rows, ans.tag)
+            for name, value in ans.parameters:
+                self.send(ParameterStatus(name, value))
+        elif isinstance(ans, _sql.CopyOut):
+            self._copy_out(ans)
+
+    def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str) -> None:
+        self.send(RowDescription(tuple(
+            FieldDescription(name, 0, 0, oid, _TYPE_SIZES.get(oid, -1), -1, 0) for name, oid in columns)))
+        for row in rows:
+            self.send(DataRow(tuple(None if v is None else (v if isinstance(v, bytes) else v.encode())
+                                    for v in row)))
+        self.send(CommandComplete(tag))
+
+    def _copy_out(self, ans: _sql.CopyOut) -> None:
+        fmt = 1 if ans.binary else 0
+        rows = [_Tables._complete(ans.table, dict(r)) for r in ans.table.rows]
+        if ans.binary:
+            # Validate first: an error must come before CopyOutResponse.
+            encoded = [_sql.copy_binary_row(ans.columns, r) for r in rows]
+        else:
+            encoded = [_sql.copy_text_row(ans.columns, r) for r in rows]
+        self.send(CopyOutResponse(fmt, tuple(fmt for _ in ans.columns)))
+        if ans.binary:
+            if encoded:
+                encoded[0] = _sql.COPY_BINARY_HEADER + encoded[0]
+                for chunk in encoded:
+                    self.send(CopyData(chunk))
+                self.send(CopyData(_sql.COPY_BINARY_TRAILER))
+            else:
+                self.send(CopyData(_sql.COPY_BINARY_HEADER + _sql.COPY_BINARY_TRAILER))
+        else:
+            for chunk in encoded:
+                self.send(CopyData(chunk))
+        self.send(CopyDone())
+        self.send(CommandComplete(f"COPY {len(rows)}"))
+
+    # -- replication commands --------------------------------------------------------------
+    def _command(self, cmd: Any, now: float) -> bool:
+        persona_ = self.server.persona
+        if cmd.keyword not in persona_.commands:
+            raise ServerError("42601", "syntax error")
+        extra = self.server.scenario.physical
+        if extra is not None:
+            # A scenario section that serves commands itself (physical replication and
+            # BASE_BACKUP: pgwire_spec.physical.serve.PhysicalSource), through the public
+            # interface of walsender.stream.
+            source: CommandSource = extra
+            handled = source.command(self, cmd, now)
+            if handled is not None:
+                return handled
+        if isinstance(cmd, rc.IdentifySystem):
+            sc = self.server.scenario.server
+            self._result((("systemid", 25), ("timeline", persona_.timeline_type), ("xlogpos", 25), ("dbname", 25)),
+                         [(sc.system_id, str(sc.timeline), format_lsn(self.server.wal_lsn), self.database)],
+                         "IDENTIFY_SYSTEM")
+            return False
+        if isinstance(cmd, rc.Show):
+            name = cmd.name
+            value = _sql.answer(self.server.scenario, persona_, self.server.version, f"SHOW {name}")
+            assert isinstance(value, _sql.Result)
+            self._result(value.columns, value.rows, "SHOW")
+            return False
+        if isinstance(cmd, rc.TimelineHistory):
+            self._timeline_history(cmd.timeline)
+            return False
+        if isinstance(cmd, rc.CreateReplicationSlot):
+            self._create_slot(cmd)
+            return False
+        if isinstance(cmd, rc.DropReplicationSlot):
+            self._drop_slot(cmd)
+            return False
+        if isinstance(cmd, rc.ReadReplicationSlot):
+            self._read_slot(cmd)
+            return False
+        if isinstance(cmd, rc.AlterReplicationSlot):
+            self._alter_slot(cmd)
+            return False
+        if isinstance(cmd, rc.StartReplication):
+            return self._start(cmd, now)
+        raise ServerError("0A000", f"{cmd.keyword} is not served by the fake walsender",
+                          hint="It serves logical replication: IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, the slot "
+                               "commands and START_REPLICATION … LOGICAL.")
+
+    def _timeline_history(self, tli: int) -> None:
+        sc = self.server.scenario.server
+        fname = f"{tli:08X}.history"
+        if tli < 2 or tli > sc.timeline:
+            raise ServerError("58P01", f'could not open file "pg_wal/{fname}": No such file or directory')
+        lines = []
+        for t in range(1, tli):
+            lines.append(f"{t}\t{format_lsn(sc.start_lsn - (tli - t) * 0x1000)}\tno recovery target specified\n")
+        self._result((("filename", 25), ("content", 17)), [(fname, "".join(lines).encode())], "TIMELINE_HISTORY")
+
+    @staticmethod
+    def _check_slot_name(name: str) -> None:
+        if not name:
+            raise ServerError("42602", f'replication slot name "{name}" is too short')
+        if len(name.encode()) >= 64:
+            raise ServerError("42622", f'replication slot name "{name}" is too long')
+        if not re.fullmatch(r"[a-z0-9_]+", name):
+            raise ServerError("42602", f'replication slot name "{name}" contains invalid character',
+                              hint="Replication slot names may only contain lower case letters, numbers, "
+                                   "and the underscore character.")
+
+    def _create_slot(self, cmd: rc.CreateReplicationSlot) -> None:
+        persona_ = self.server.persona
+        self._check_slot_name(cmd.slot_name)
+        opts = cmd.options_dict()
+        allowed = {"snapshot", "two_phase", "reserve_wal", "failover"}
+        for name in opts:
+            if name not in allowed or (name == "failover" and persona_.major < 17) or (
+                    name == "two_phase" and persona_.major < 14):
+                raise ServerError("42601", f'unrecognized option: {name}')
+        if cmd.slot_name in self.server.slots:
+            raise ServerError("42710", f'replication slot "{cmd.slot_name}" already exists')
+        snapshot = opts.get("snapshot", "export" if cmd.kind == "logical" else None)
+        if snapshot is not None and snapshot not in ("export", "nothing", "use"):
+            raise ServerError("22023", f'unrecognized value for CREATE_REPLICATION_SLOT option "snapshot": "{snapshot}"')
+        try:
+            two_phase, failover = cmd.two_phase, cmd.failover
+        except OptionError as exc:
+            raise ServerError("42601", str(exc)) from None
+        start = self.server.scenario.server.start_lsn
+        if cmd.kind == "logical":
+            if self.replication != "database":
+                raise ServerError("55000", "logical decoding requires a database connection")
+            if snapshot == "use" and self.tx != "T":
+                raise ServerError("25001", "CREATE_REPLICATION_SLOT ... (SNAPSHOT 'use') must be called inside a "
+                                           "transaction")
+            if snapshot in ("export", "nothing") and self.tx != "I":
+                raise ServerError("25001", f"CREATE_REPLICATION_SLOT ... (SNAPSHOT '{snapshot}') must not be "
+                                           "called inside a transaction")
+            if cmd.plugin != "pgoutput":
+                raise ServerError("58P01", f'could not access file "{cmd.plugin}": No such file or directory',
+                                  hint="The fake walsender decodes with pgoutput only.")
+            slot = SlotState(cmd.slot_name, "logical", cmd.plugin, self.database, start, start, two_phase,
+                             failover, cmd.temporary, None, self.id if cmd.temporary else None)
+            snapshot_name = f"{self.pid:08X}-{len(self.server.slots) + 1:08X}-1" if snapshot == "export" else None
+            row: tuple[str | None, ...] = (cmd.slot_name, format_lsn(start), snapshot_name, cmd.plugin)
+        else:
+            reserve = cmd.reserve_wal
+            slot = SlotState(cmd.slot_name, "physical", None, None, 0, start if reserve else 0, False,
+                             failover, cmd.temporary, None, self.id if cmd.temporary else None)
+            row = (cmd.slot_name, format_lsn(start) if reserve else None, None, None)
+        self.server.slots[cmd.slot_name] = slot
+        self._result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
+                     [row], "CREATE_REPLICATION_SLOT")
+
+    def _slot(self, name: str) -> SlotState:
+        slot = self.server.slots.get(name)
+        if slot is None:
+            raise ServerError("42704", f'replication slot "{name}" does not exist')
+        return slot
+
+    def _drop_slot(self, cmd: rc.DropReplicationSlot) -> None:
+        slot = self._slot(cmd.slot_name)
+        if slot.active is not None and slot.active != self.id:
+            other = self.server.connections.get(slot.active)
+            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
+                                       f'{other.pid if other else 0}')
+        del self.server.slots[slot.name]
+        self.send(CommandComplete("DROP_REPLICATION_SLOT"))
+
+    def _read_slot(self, cmd: rc.ReadReplicationSlot) -> None:
+        slot = self.server.slots.get(cmd.slot_name)
+        cols = (("slot_type", 25), ("restart_lsn", 25), ("restart_tli", 20))
+        if slot is None:
+            self._result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
+            return
+        if slot.kind == "logical":
+            raise ServerError("0A000", "cannot use READ_REPLICATION_SLOT with a logical replication slot")
+        tli = str(self.server.scenario.server.timeline) if slot.restart_lsn else None
+        self._result(cols, [("physical", format_lsn(slot.restart_lsn) if slot.restart_lsn else None, tli)],
+                     "READ_REPLICATION_SLOT")
+
+    def _alter_slot(self, cmd: rc.AlterReplicationSlot) -> None:
+        slot = self._slot(cmd.slot_name)
+        for name, value in cmd.options:
+            if name == "failover":
+                slot.failover = value is None or value is True or str(value).lower() in ("true", "on", "1")
+            elif name == "two_phase" and self.server.persona.major >= 18:
+                slot.two_phase = value is None or value is True or str(value).lower() in ("true", "on", "1")
+            else:
+                raise ServerError("42601", f"unrecognized option: {name}")
+        self.send(CommandComplete("ALTER_REPLICATION_SLOT"))

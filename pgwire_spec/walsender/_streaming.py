@@ -1,0 +1,346 @@
+"""The connection's logical replication stream: START_REPLICATION … LOGICAL, frames from the
+scenario's plan, keepalives, status updates, faults, the end of the COPY.
+
+A mixin of :class:`~pgwire_spec.walsender.core.Connection`; it runs on its state."""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DecodeError
+from ..pgoutput.decoder import PgOutputDecoder
+from ..replication import commands as rc
+from ..replication import frames
+from ..replication.messages import (
+    HotStandbyFeedback,
+    PrimaryKeepalive,
+    StandbyStatusUpdate,
+    XLogData,
+    decode_copy_data,
+)
+from ..wire import (
+    CommandComplete,
+    CopyBothResponse,
+    CopyData,
+    CopyDone,
+    CopyFail,
+    Terminate,
+)
+from ._base import CHUNK, Action, Close, Wait, _Stream
+from ._render import Notice, Write
+from .faults import Fault, last_fired, modify_payload
+from .personas import ServerError
+from .stream import apply_fault
+
+if TYPE_CHECKING:
+    from .core import Connection, ServerState
+
+
+class _Streaming:
+    server: ServerState
+
+    # -- streaming -------------------------------------------------------------------------
+    def _start(self, cmd: rc.StartReplication, now: float) -> bool:
+        if cmd.kind != "logical":
+            raise ServerError("0A000", "physical replication is not served by the fake walsender",
+                              hint="It serves START_REPLICATION SLOT … LOGICAL.")
+        if self.tx != "I":
+            raise ServerError("25001", "START_REPLICATION cannot run inside a transaction block")
+        if self.replication != "database":
+            raise ServerError("55000", "logical decoding requires a database connection")
+        assert cmd.slot_name is not None
+        slot = self._slot(cmd.slot_name)
+        if slot.kind != "logical":
+            raise ServerError("55000", "cannot use physical replication slot for logical decoding")
+        if slot.database != self.database:
+            raise ServerError("55000", f'replication slot "{slot.name}" was not created in this database')
+        if slot.active is not None and slot.active != self.id:
+            other = self.server.connections.get(slot.active)
+            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
+                                       f'{other.pid if other else 0}')
+        options = self.server.persona.parse_options(list(cmd.options))
+        start = max(cmd.start_lsn, slot.confirmed_flush)
+        plan = self.server.plan(options, start)
+        slot.active = self.id
+        self.send(CopyBothResponse(0, ()))
+        self.start_stream(_LogicalStream(self))
+        st = _Stream(slot, options, plan, now, wal_end=start)
+        st.faults = self.server.faults.for_connection(self.params, "stream", slot.name)
+        st.next_keepalive = now + self.server.scenario.keepalive.interval
+        if self.server.transcript is not None and self.server.scenario.raw is not None:
+            st.decoder = PgOutputDecoder(**options.decoder_options(), strict=False)
+        self.stream = st
+        self._keepalive(start, False)
+        return True
+
+    def _keepalive(self, wal_end: int, reply_requested: bool) -> None:
+        now = self.server.pg_now()
+        self.out.append(frames.keepalive(wal_end, now, reply_requested))
+        self.messages_sent += 1
+        if self.server.transcript is not None:
+            self._record("B", None, PrimaryKeepalive(wal_end, now, reply_requested))
+
+    def _end_stream(self, *, copy_done: bool) -> None:
+        st = self.stream
+        self.stream = None
+        self.delegate = None
+        if st is not None and st.slot.active == self.id:
+            st.slot.active = None
+        self.phase = "ready"
+        if copy_done:
+            self.send(CopyDone())
+            self.send(CommandComplete("COPY 0"))
+            self.send(CommandComplete("START_REPLICATION"))
+        self._ready()
+
+    def _stream_input(self, msg: Any, now: float) -> None:
+        st = self.stream
+        assert st is not None
+        if isinstance(msg, CopyData):
+            try:
+                payload = decode_copy_data(msg.data)
+            except DecodeError as err:
+                self._record("F", msg)
+                self.fatal(ServerError("08P01", "invalid standby message", detail=str(err)))
+                return
+            self._record("F", msg, payload)
+            if isinstance(payload, StandbyStatusUpdate):
+                self.positions = (payload.write_lsn, payload.flush_lsn, payload.apply_lsn)
+                # A logical slot's confirmed_flush follows the flush position (walsender.c
+                # ProcessStandbyReplyMessage -> LogicalConfirmReceivedLocation).
+                if payload.flush_lsn and payload.flush_lsn > st.slot.confirmed_flush:
+                    st.slot.confirmed_flush = payload.flush_lsn
+                if payload.reply_requested:
+                    self._keepalive(max(st.wal_end, self.server.wal_lsn if st.index >= len(st.plan.items) else 0),
+                                    False)
+            elif isinstance(payload, HotStandbyFeedback):
+                pass
+            else:
+                self.fatal(ServerError("08P01", f'unexpected message type "{payload.tag}"'))
+            return
+        if isinstance(msg, CopyDone):
+            if st.done_sending:
+                # walsender.c WalSndDone: both sides sent CopyDone; the server exits
+                self.send(CommandComplete("COPY 0"))
+                self.close_action = Close()
+                self.phase = "closing"
+                return
+            self._end_stream(copy_done=True)
+            return
+        if isinstance(msg, CopyFail):
+            self.send_error(ServerError("57014", f"COPY from stdin failed: {msg.message}"))
+            self._end_stream(copy_done=False)
+            return
+        if isinstance(msg, Terminate):
+            self.close_action = Close()
+            return
+        self.fatal(ServerError("08P01", f'unexpected message type 0x{ord(msg.tag):02X} during COPY from stdin'))
+
+    def _due_faults(self, st: _Stream, now: float, at_end: bool) -> list[Fault]:
+        out = []
+        faults = self.server.faults
+        for i in list(st.faults):
+            f = faults.faults[i]
+            due = (f.after_messages is not None and st.sent >= f.after_messages) or (
+                f.after_seconds is not None and now - st.started >= f.after_seconds)
+            if f.after_messages is None and f.after_seconds is None:
+                due = True  # crash with no trigger: at once
+            if due:
+                st.faults.remove(i)
+                if faults.fire(i):
+                    out.append(f)
+        return out
+
+    def _apply_fault(self, f: Fault, st: _Stream, now: float) -> str:
+        """Apply a fault (walsender.stream.apply_fault, shared with the physical streams)."""
+        return apply_fault(self, f, _LogicalStream(self), now)  # type: ignore[arg-type]  # a mixin of Connection
+
+    def _produce(self, now: float) -> Action:
+        st = self.stream
+        assert st is not None
+        if self.cancel_requested:
+            self.cancel_requested = False
+            self.send_error(ServerError("57014", "canceling statement due to user request"))
+            self._end_stream(copy_done=False)
+            return self._flush()
+        if st.done_sending:
+            return Wait(None)
+        items = st.plan.items
+        n_items = len(items)
+        modifiers: list[str] = []
+        if st.faults:
+            for f in self._due_faults(st, now, st.index >= n_items):
+                r = self._apply_fault(f, st, now)
+                if r == "stop":
+                    return self._flush() if self.out else self.next_action(now)
+                if r != "go":
+                    modifiers.append(r)
+        if st.index < n_items:
+            limit = n_items
+            if st.faults:
+                # Stop at the next positional fault.
+                for i in st.faults:
+                    f = self.server.faults.faults[i]
+                    if f.after_messages is not None and f.after_messages > st.sent:
+                        limit = min(limit, st.index + (f.after_messages - st.sent))
+            self._frames(st, limit, now, modifiers)
+            if self.out:
+                return self._flush()
+        if st.index >= n_items:
+            if not st.done_keepalive:
+                st.done_keepalive = True
+                st.wal_end = max(st.wal_end, st.plan.end_lsn)
+                self._keepalive(st.wal_end, False)
+                st.next_keepalive = now + self.server.scenario.keepalive.interval
+                return self._flush()
+            deadline = st.next_keepalive
+            for i in st.faults:
+                f = self.server.faults.faults[i]
+                if f.after_seconds is not None:
+                    deadline = min(deadline, st.started + f.after_seconds)
+            if now >= st.next_keepalive:
+                ka = self.server.scenario.keepalive
+                self.server.wal_lsn += ka.advance
+                st.wal_end = max(st.wal_end, self.server.wal_lsn)
+                self._keepalive(st.wal_end, ka.reply_requested)
+                st.next_keepalive = now + ka.interval
+                return self._flush()
+            return Wait(deadline)
+        return Wait(None)
+
+    def _frames(self, st: _Stream, limit: int, now: float, modifiers: list[str]) -> None:
+        """Append XLogData frames for plan items [index, limit), up to about CHUNK bytes."""
+        items = st.plan.items
+        ts = self.server.pg_now()
+        if not modifiers and (st.decoder is None or self.server.transcript is None):
+            self._fast_frames(st, limit, ts)
+            if st.index >= limit or st.index >= len(items) or not isinstance(items[st.index], Notice):
+                return
+        out = self.out
+        record = self.server.transcript is not None
+        pack = frames.xlog_data
+        i = st.index
+        size = 0
+        while i < limit and size < CHUNK:
+            item = items[i]
+            i += 1
+            if isinstance(item, Notice):
+                err = item.error
+                if err.severity in ("WARNING", "NOTICE"):
+                    self.send_error(err)
+                    continue
+                st.index = i
+                self.send_error(err)
+                self._end_stream(copy_done=False)
+                return
+            payload = item.payload
+            copies = 1
+            if modifiers:
+                payload, copies = modify_payload(self.server.faults, payload, modifiers)
+                modifiers = []
+            lsn = item.lsn
+            frame = pack(lsn, lsn, ts, payload)
+            for _ in range(copies):
+                out.append(frame)
+                size += len(frame)
+                if record:
+                    self._record_write(st, lsn, ts, payload, item)
+            st.sent += 1
+            self.messages_sent += 1
+            if lsn > st.wal_end:
+                st.wal_end = lsn
+        st.index = i
+
+    def _fast_frames(self, st: _Stream, limit: int, ts: int) -> None:
+        """Frames straight from the plan's shared byte string: one slice, sendTime patched in
+        place; stops before a Notice."""
+        fr = st.plan.frames()
+        i = st.index
+        stop = min(limit, fr.next_notice[i])
+        if stop <= i:
+            return
+        offsets = fr.offsets
+        # the first item whose end lies CHUNK bytes past the start
+        j = bisect.bisect_left(offsets, offsets[i] + CHUNK, i + 1, stop + 1)
+        j = max(i + 1, min(j, stop))
+        self.out.append(fr.run(i, j, frames.send_time(ts)))
+        n = j - i
+        st.sent += n
+        self.messages_sent += n
+        top = fr.max_lsn[j - 1]
+        if top > st.wal_end:
+            st.wal_end = top
+        if self.server.transcript is not None:
+            self.server.transcript.add_stream(self.id, self.server.elapsed(), st.plan.items, i, j, ts)
+        st.index = j
+
+    def _last_fault(self, action: str) -> Fault:
+        return last_fired(self.server.faults, action)
+
+    def _record_write(self, st: _Stream, lsn: int, ts: int, payload: bytes, item: Write) -> None:
+        msg = item.message
+        if msg is None and st.decoder is not None:
+            try:
+                msg = st.decoder.decode(payload)
+            except DecodeError:
+                msg = None
+        self._record("B", None, XLogData(lsn, lsn, ts, payload), msg)
+
+
+
+class _LogicalStream:
+    """The logical replication stream as a :class:`Stream`: the connection runs it itself
+    (its plan, faults and keepalives live in ``Connection.stream``)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def input(self, msg: Any, now: float) -> None:
+        self.conn._stream_input(msg, now)
+
+    def produce(self, now: float) -> Action:
+        if self.conn.stream is None:
+            return Wait(None)
+        return self.conn._produce(now)
+
+    # -- FaultTarget -------------------------------------------------------------------------
+    @property
+    def paused_until(self) -> float | None:
+        st = self.conn.stream
+        return st.paused_until if st is not None else None
+
+    @paused_until.setter
+    def paused_until(self, value: float | None) -> None:
+        if self.conn.stream is not None:
+            self.conn.stream.paused_until = value
+
+    @property
+    def paused_forever(self) -> bool:
+        st = self.conn.stream
+        return st.paused_forever if st is not None else False
+
+    @paused_forever.setter
+    def paused_forever(self, value: bool) -> None:
+        if self.conn.stream is not None:
+            self.conn.stream.paused_forever = value
+
+    def release(self) -> None:
+        pass  # the slot is released when the connection is forgotten
+
+    def fault_keepalive(self) -> None:
+        st = self.conn.stream
+        self.conn._keepalive(st.wal_end if st is not None else 0, True)
+
+    def fault_shutdown(self) -> bool:
+        # A server shutting down ends the COPY itself (walsender.c WalSndDone): CopyDone,
+        # then nothing more until the client answers with its CopyDone.
+        self.conn.send(CopyDone())
+        if self.conn.stream is not None:
+            self.conn.stream.done_sending = True
+        return True
+
+    def end_after_error(self) -> None:
+        self.conn._end_stream(copy_done=False)
