@@ -8,6 +8,7 @@ tests are skipped with that reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -87,10 +88,11 @@ def _log_tail(path: Path, n: int = 15) -> str:
         return ""
 
 
-@pytest.fixture
-def spark_standalone() -> Iterator[StandaloneCluster]:
-    """A standalone Spark cluster on loopback: ``spark-class`` Master and Worker (2 cores),
-    each in its own process group, killed (executors included) when the test ends."""
+@contextlib.contextmanager
+def standalone_cluster(workers: int = 1, cores: int = 2) -> Iterator[StandaloneCluster]:
+    """A standalone Spark cluster on loopback: ``spark-class`` Master and *workers* Workers
+    (*cores* each), each in its own process group, killed (executors included) at the end,
+    also when the body fails."""
     require_spark()
     home = spark_home()
     launcher = home / "bin" / "spark-class"
@@ -99,42 +101,52 @@ def spark_standalone() -> Iterator[StandaloneCluster]:
     workdir = Path(tempfile.mkdtemp(prefix="pgwire-spec-spark-"))
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
                SPARK_LOG_DIR=str(workdir / "logs"), SPARK_WORKER_DIR=str(workdir / "work"))
-    port, web, wport, wweb = free_port(), free_port(), free_port(), free_port()
-    master = worker = None
-    mlog, wlog = workdir / "master.log", workdir / "worker.log"
+    port, web = free_port(), free_port()
+    daemons: list[tuple[subprocess.Popen[bytes], Path]] = []
+    mlog = workdir / "master.log"
     try:
         with open(mlog, "wb") as out:
-            master = subprocess.Popen(
+            daemons.append((subprocess.Popen(
                 [str(launcher), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                  "--port", str(port), "--webui-port", str(web)],
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            )
+            ), mlog))
         url = f"spark://127.0.0.1:{port}"
-        with open(wlog, "wb") as out:
-            worker = subprocess.Popen(
-                [str(launcher), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--port", str(wport), "--webui-port", str(wweb), "--cores", "2", "--memory", "1g",
-                 "--work-dir", str(workdir / "work"), url],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            )
+        for n in range(workers):
+            wlog = workdir / f"worker{n}.log"
+            with open(wlog, "wb") as out:
+                daemons.append((subprocess.Popen(
+                    [str(launcher), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                     "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", str(cores),
+                     "--memory", "1g", "--work-dir", str(workdir / f"work{n}"), url],
+                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                ), wlog))
         web_url = f"http://127.0.0.1:{web}"
         deadline = time.monotonic() + 90
         while True:
-            for proc, log in ((master, mlog), (worker, wlog)):
+            for proc, log in daemons:
                 if proc.poll() is not None:
                     raise RuntimeError(f"a Spark daemon exited ({proc.returncode}):\n{_log_tail(log)}")
             try:
                 with urllib.request.urlopen(f"{web_url}/json/", timeout=2) as resp:
                     state = json.load(resp)
-                if int(state.get("aliveworkers", 0)) >= 1:
+                if int(state.get("aliveworkers", 0)) >= workers:
                     break
             except (OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"no live worker after 90 s:\n{_log_tail(mlog)}\n{_log_tail(wlog)}")
+                raise RuntimeError(f"{workers} live worker(s) expected after 90 s:\n"
+                                   + "\n".join(_log_tail(log) for _, log in daemons))
             time.sleep(0.5)
         yield StandaloneCluster(url, web_url, workdir)
     finally:
-        _stop(worker)
-        _stop(master)
+        for proc, _ in reversed(daemons):
+            _stop(proc)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def spark_standalone() -> Iterator[StandaloneCluster]:
+    """A standalone cluster of one master and one worker with 2 cores."""
+    with standalone_cluster(workers=1, cores=2) as cluster:
+        yield cluster

@@ -73,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
 
     campaign = _campaign(args)
     out = Path(args.out) if args.out else None
-    report = run_campaign(campaign, master=args.master, out=out, say=say)
+    report = run_campaign(campaign, master=args.master, out=out, say=say, bar=not args.quiet)
     print(format_report(report))
     return 1 if report.findings else 0

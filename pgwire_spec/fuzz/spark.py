@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .._progress import progress
 from ..errors import PgWireError
 from ..pgoutput import _codec
 from .findings import ORACLES, merge_findings, minimise, write_regression
@@ -305,6 +307,10 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     env = dict(os.environ)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if _is_loopback_master(master) else None
     os.environ.update(launch_env)
+    # The driver's JVM starts with the gateway, before any session setting: its log4j
+    # configuration goes on the launcher's command line (unless the user set one).
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
+                          f'--driver-java-options "-Dlog4j2.configurationFile=file:{quiet}" pyspark-shell')
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - Java missing, a bad master URL …
@@ -317,6 +323,16 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     spark.sparkContext.setLogLevel("ERROR")
     spark.pgwire_shipping = ship_package(spark.sparkContext, shipping)
     return spark
+
+
+def _stop_quietly(spark: Any) -> None:
+    """Stop a session this module started, without the executors' disconnection errors
+    that Spark logs while it shuts down."""
+    try:
+        spark.sparkContext.setLogLevel("OFF")
+    except Exception:  # noqa: BLE001 - stopping matters, not the log level
+        pass
+    spark.stop()
 
 
 def _running_session(master: str) -> Any:
@@ -360,28 +376,71 @@ def _light(streams: Iterable[SeedStream]) -> list[SeedStream]:
     return [SeedStream(s.name, dict(s.options), s.payloads, s.source) for s in streams]
 
 
-def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any) -> dict[str, Any]:
-    """One Spark task: run a shard; report its cases through the accumulator as it goes."""
+def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any, report_to: tuple[str, int] | None) -> dict[str, Any]:
+    """One Spark task: run a shard; its running case count goes to the driver as UDP
+    datagrams (best effort: a lost one only delays the count), the final one through the
+    accumulator."""
     from pgwire_spec.fuzz.shards import run_shard
 
-    last = [0]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM) if report_to else None
+    last = [0.0]
 
     def progress(n: int) -> None:
-        if n - last[0] >= 50_000:
-            last[0] = n
+        now = time.monotonic()
+        if sock is not None and now - last[0] >= 0.5:
+            last[0] = now
+            try:
+                sock.sendto(f"{shard.index} {n}".encode(), report_to)  # type: ignore[arg-type]
+            except OSError:
+                pass
 
-    result = run_shard(shard, streams_bc.value, progress)
+    try:
+        result = run_shard(shard, streams_bc.value, progress)
+    finally:
+        if sock is not None:
+            sock.close()
     cases_acc.add(result.cases)
     return result.to_dict()
 
 
-class _Progress:
-    """Prints the job's progress while it runs (shards done and running, cases, time)."""
+class _LiveCounts:
+    """The driver's end of the shards' progress datagrams: cases per shard, running ones
+    included."""
 
-    def __init__(self, sc: Any, total: int, budget: float, say: Callable[[str], None],
-                 cases_acc: Any, interval: float = 2.0) -> None:
+    def __init__(self, host: str) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((host, 0))
+        self.sock.setblocking(False)
+        self.address: tuple[str, int] = self.sock.getsockname()[:2]
+        self.counts: dict[int, int] = {}
+
+    def poll(self) -> int:
+        while True:
+            try:
+                data = self.sock.recv(64)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            try:
+                index, n = (int(x) for x in data.split())
+            except ValueError:
+                continue
+            self.counts[index] = max(self.counts.get(index, 0), n)
+        return sum(self.counts.values())
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class _Progress:
+    """Shows the job's progress while it runs: shards done and running, cases so far
+    (running shards included), time against the budget."""
+
+    def __init__(self, sc: Any, total: int, budget: float, say: Callable[[str], None] | None,
+                 cases_acc: Any, live: _LiveCounts | None, interval: float = 2.0) -> None:
         self.sc, self.total, self.budget, self.say = sc, total, budget, say
-        self.acc = cases_acc
+        self.acc, self.live = cases_acc, live
         self.interval = interval
         self.stop = threading.Event()
         self.t0 = time.monotonic()
@@ -396,24 +455,21 @@ class _Progress:
         self.thread.join(timeout=5)
 
     def _run(self) -> None:
-        last = ""
-        while not self.stop.wait(self.interval):
-            try:
-                tracker = self.sc.statusTracker()
-                done = running = 0
-                for sid in tracker.getActiveStageIds():
-                    info = tracker.getStageInfo(sid)
-                    if info is not None:
-                        done += info.numCompletedTasks
-                        running += info.numActiveTasks
-                cases = self.acc.value
-            except Exception:  # noqa: BLE001 - progress is best effort; the job decides
-                continue
-            line = (f"[fuzz] {time.monotonic() - self.t0:5.0f} s of ~{self.budget:.0f} s: "
-                    f"shards {done}/{self.total} done, {running} running, {cases:,} cases from finished shards")
-            if line != last:
-                self.say(line)
-                last = line
+        with progress(self.budget or None, "fuzz", "s", say=self.say, interval=self.interval) as bar:
+            while not self.stop.wait(0.5 if self.say is None else self.interval):
+                try:
+                    tracker = self.sc.statusTracker()
+                    done = running = 0
+                    for sid in tracker.getActiveStageIds():
+                        info = tracker.getStageInfo(sid)
+                        if info is not None:
+                            done += info.numCompletedTasks
+                            running += info.numActiveTasks
+                    cases = max(self.acc.value, self.live.poll() if self.live is not None else 0)
+                except Exception:  # noqa: BLE001 - progress is best effort; the job decides
+                    continue
+                bar.update_to(time.monotonic() - self.t0,
+                              f"shards {done}/{self.total} done, {running} running, {cases:,} cases")
 
 
 def run_campaign(
@@ -426,8 +482,10 @@ def run_campaign(
     say: Callable[[str], None] = print,
     minimise_findings: bool = True,
     ship: bool | None = None,
+    bar: bool = False,
 ) -> CampaignReport:
-    """Run *campaign* as a Spark job on *master*; write its outputs to *out* if given."""
+    """Run *campaign* as a Spark job on *master*; write its outputs to *out* if given.
+    Progress goes through *say* every 2 s, or to a bar when *bar* and stderr is a terminal."""
     from .corpus import describe, load_corpus
 
     t0 = time.perf_counter()
@@ -454,19 +512,24 @@ def run_campaign(
             + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s"))
         bc = sc.broadcast(_light(streams))
         acc = sc.accumulator(0)
-        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc))
-        expected = campaign.budget if not campaign.cases else float("nan")
-        with _Progress(sc, len(shards), expected if expected == expected else 0.0, say, acc):
+        live = _LiveCounts(sc.getConf().get("spark.driver.host", "127.0.0.1"))
+        report_to = live.address
+        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc, report_to))
+        expected = campaign.budget if not campaign.cases else 0.0
+        use_bar = bar and sys.stderr.isatty()
+        with _Progress(sc, len(shards), expected, None if use_bar else say, acc, live):
             try:
                 raw = rdd.collect()
             except Exception as exc:  # noqa: BLE001 - a task failed: say which, no JVM trace
                 text = str(exc)
                 hint = next((ln.strip() for ln in text.splitlines() if "Error" in ln or "error" in ln), text[:300])
                 raise SparkJobError(f"the fuzz job failed: {hint}") from None
+            finally:
+                live.close()
         bc.unpersist()
     finally:
         if own:
-            spark.stop()
+            _stop_quietly(spark)
     results = tuple(sorted((ShardResult.from_dict(d) for d in raw), key=lambda r: r.index))
     findings = merge_findings(results)
     if minimise_findings and findings:
@@ -672,7 +735,7 @@ def verify_fixtures_spark(
             .flatMap(lambda it: _verify_task(it, fn)).collect()
     finally:
         if own:
-            spark.stop()
+            _stop_quietly(spark)
     report.mismatches = list(mismatches) + report.mismatches
     report.seconds = time.perf_counter() - t0
     return report
