@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import signal
 import socket
 import sys
 import tempfile
@@ -70,6 +72,8 @@ class CampaignReport:
     shipping: str = ""
     #: the pgoutput codec of the driver ("c" or "python")
     driver_backend: str = ""
+    #: stopped before every shard finished: the shards and findings of those that did
+    partial: bool = False
 
     @property
     def cases(self) -> int:
@@ -126,6 +130,7 @@ class CampaignReport:
         """The JSON summary: campaign, totals, per engine, per shard, findings."""
         return {
             "campaign": self.campaign.to_dict(),
+            "status": "interrupted: shards that finished only" if self.partial else "complete",
             "master": self.master,
             "cores": self.cores,
             "corpus": self.corpus,
@@ -263,6 +268,30 @@ def ship_package(sc: Any, shipping: Shipping) -> Shipping:
     return shipping
 
 
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|spark://[^/\s]+|k8s://\S+")
+
+
+def check_master(master: str, timeout: float = 5.0) -> None:
+    """A clear :class:`SparkJobError` for a master URL Spark would refuse, or a standalone
+    master that does not answer (before Spark spends a minute retrying it)."""
+    if not _MASTER.fullmatch(master):
+        raise SparkJobError(f"expected a Spark master (local, local[N], local[*], spark://HOST:PORT, yarn or "
+                            f"k8s://URL), found {master!r}")
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkJobError(f"expected spark://HOST:PORT, found {master!r}")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            return
+        except OSError as exc:
+            errors.append(f"{hostport}: {exc.strerror or exc}")
+    raise SparkJobError(f"cannot connect to the Spark master {master} ({'; '.join(errors)})")
+
+
 def _is_loopback_master(master: str) -> bool:
     return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost", "[::1]"))
 
@@ -280,6 +309,7 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
         raise SparkJobError("pyspark is not installed: pip install 'pgwire-spec[spark]'") from None
     from pyspark import SparkContext
 
+    check_master(master)
     active = SparkContext._active_spark_context
     if active is not None and str(active.master) != master:
         raise SparkJobError(f"a Spark session with master {active.master!r} is already running in this "
@@ -311,6 +341,7 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     # configuration goes on the launcher's command line (unless the user set one).
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                           f'--driver-java-options "-Dlog4j2.configurationFile=file:{quiet}" pyspark-shell')
+    sigint = signal.getsignal(signal.SIGINT)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - Java missing, a bad master URL …
@@ -320,6 +351,10 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
             os.environ["PYSPARK_PYTHON"] = env["PYSPARK_PYTHON"]
         else:
             os.environ.pop("PYSPARK_PYTHON", None)
+    if threading.current_thread() is threading.main_thread() and sigint is not None:
+        # PySpark's own SIGINT handler calls into the JVM from inside the signal (py4j
+        # tracebacks when it lands mid-call): keep ours; the job is cancelled on the way out.
+        signal.signal(signal.SIGINT, sigint)
     spark.sparkContext.setLogLevel("ERROR")
     spark.pgwire_shipping = ship_package(spark.sparkContext, shipping)
     return spark
@@ -376,10 +411,11 @@ def _light(streams: Iterable[SeedStream]) -> list[SeedStream]:
     return [SeedStream(s.name, dict(s.options), s.payloads, s.source) for s in streams]
 
 
-def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any, report_to: tuple[str, int] | None) -> dict[str, Any]:
+def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any, report_to: tuple[str, int] | None,
+                results_to: tuple[str, int] | None = None) -> dict[str, Any]:
     """One Spark task: run a shard; its running case count goes to the driver as UDP
     datagrams (best effort: a lost one only delays the count), the final one through the
-    accumulator."""
+    accumulator, and its result also over TCP (kept by the driver if the job is stopped)."""
     from pgwire_spec.fuzz.shards import run_shard
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM) if report_to else None
@@ -400,7 +436,77 @@ def _shard_task(shard: Any, streams_bc: Any, cases_acc: Any, report_to: tuple[st
         if sock is not None:
             sock.close()
     cases_acc.add(result.cases)
-    return result.to_dict()
+    out = result.to_dict()
+    if results_to is not None:
+        try:
+            with socket.create_connection(results_to, timeout=10) as conn:
+                conn.sendall(json.dumps(out).encode())
+        except OSError:
+            pass  # the collected result is the one that counts
+    return out
+
+
+def _collect_interruptibly(sc: Any, rdd: Any) -> list[Any]:
+    """``rdd.collect()`` in a thread, so that a signal reaches this (main) thread while it
+    waits, not inside a py4j call: then the jobs are cancelled from here, cleanly."""
+    box: dict[str, Any] = {}
+
+    def collect() -> None:
+        try:
+            box["raw"] = rdd.collect()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=collect, name="pgwire-fuzz-collect", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        sc.cancelAllJobs()
+        thread.join(30)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["raw"]  # type: ignore[no-any-return]
+
+
+class _FinishedShards:
+    """The driver's end of the finished shards' results (JSON over TCP), so that an
+    interrupted job still knows what finished."""
+
+    def __init__(self, host: str) -> None:
+        self.server = socket.create_server((host, 0))
+        self.address: tuple[str, int] = self.server.getsockname()[:2]
+        self._results: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name="pgwire-fuzz-results", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(30)
+                chunks = []
+                try:
+                    while chunk := conn.recv(1 << 16):
+                        chunks.append(chunk)
+                    result = json.loads(b"".join(chunks))
+                except (OSError, ValueError):
+                    continue
+            with self._lock:
+                self._results.append(result)
+
+    def results(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._results)
+
+    def close(self) -> None:
+        self.server.close()
 
 
 class _LiveCounts:
@@ -512,20 +618,37 @@ def run_campaign(
             + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s"))
         bc = sc.broadcast(_light(streams))
         acc = sc.accumulator(0)
-        live = _LiveCounts(sc.getConf().get("spark.driver.host", "127.0.0.1"))
-        report_to = live.address
-        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc, report_to))
+        host = sc.getConf().get("spark.driver.host", "127.0.0.1")
+        live, finished = _LiveCounts(host), _FinishedShards(host)
+        report_to, results_to = live.address, finished.address
+        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc, report_to, results_to))
         expected = campaign.budget if not campaign.cases else 0.0
         use_bar = bar and sys.stderr.isatty()
         with _Progress(sc, len(shards), expected, None if use_bar else say, acc, live):
             try:
-                raw = rdd.collect()
+                raw = _collect_interruptibly(sc, rdd)
+            except KeyboardInterrupt:
+                # stopped from outside: keep what finished, say so, then stop as asked
+                partial = CampaignReport(
+                    campaign, master, cores,
+                    tuple(sorted((ShardResult.from_dict(d) for d in finished.results()), key=lambda r: r.index)),
+                    (), time.perf_counter() - t0, describe(streams), shipping=shipping,
+                    driver_backend=_codec.BACKEND, partial=True,
+                )
+                partial = replace(partial, findings=tuple(merge_findings(partial.shards)))
+                if out is not None:
+                    partial = write_outputs(partial, out)
+                say(f"[fuzz] interrupted: {len(partial.shards)} of {len(shards)} shards finished "
+                    f"({partial.cases:,} cases, {len(partial.findings)} finding(s))"
+                    + (f"; partial summary in {partial.paths['summary']}" if partial.paths else ""))
+                raise
             except Exception as exc:  # noqa: BLE001 - a task failed: say which, no JVM trace
                 text = str(exc)
                 hint = next((ln.strip() for ln in text.splitlines() if "Error" in ln or "error" in ln), text[:300])
                 raise SparkJobError(f"the fuzz job failed: {hint}") from None
             finally:
                 live.close()
+                finished.close()
         bc.unpersist()
     finally:
         if own:

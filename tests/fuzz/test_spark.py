@@ -107,3 +107,34 @@ def test_the_cli_main_job_prints_its_report(spark_local: Any, tmp_path: Path,
     assert "[fuzz] campaign smoke" in err
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["campaign"]["name"] == "smoke" and summary["cases"] == 400 * len(summary["shards"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stopped_campaign_writes_what_finished_and_stops_spark(tmp_path: Path, sig: str) -> None:
+    import re
+    import signal
+    import subprocess
+    import time
+
+    from tests._spark import require_spark
+
+    require_spark()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "fuzz", "--master", "local[2]", "--budget", "60",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stderr:  # until the shards run (a progress line with cases)
+        if re.search(r"\[fuzz\].* [1-9][\d,]* cases", line) or time.monotonic() > deadline:
+            break
+    time.sleep(2)
+    proc.send_signal(getattr(signal, sig))
+    rest = proc.stderr.read()
+    status = proc.wait(60)
+    assert status == 128 + getattr(signal, sig), rest
+    assert "Traceback" not in rest and "interrupted:" in rest
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"].startswith("interrupted")
+    assert summary["cases"] == sum(s["cases"] for s in summary["shards"])
