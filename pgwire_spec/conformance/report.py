@@ -111,8 +111,26 @@ def _verdict_json(v: Verdict) -> dict[str, Any]:
     return out
 
 
+def _groups(result: RunResult) -> dict[str, dict[str, int]]:
+    """Cases per group (source and level) and status."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0})
+    for v in result.verdicts:
+        out[f"{v.case.source}/{v.case.level}"][v.status] += 1
+    return dict(out)
+
+
+def _skip_reasons(verdicts: list[Verdict]) -> dict[str, int]:
+    reasons: dict[str, int] = defaultdict(int)
+    for v in verdicts:
+        if v.status == "skipped":
+            reasons[_one_line(v.reason, 300)] += 1
+    return dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
+
+
 def index(result: RunResult) -> dict[str, Any]:
-    """The JSON index: summary, matrix and every case with its status."""
+    """The JSON index: summary, matrix, counts per group and skip reason, and every case
+    that did not pass with its bytes and answers (passing cases only as counts: each is
+    reproducible by its id, and a passing run stays small)."""
     kinds, versions, cells = matrix(result)
     return {
         "decoder": result.decoder,
@@ -123,7 +141,9 @@ def index(result: RunResult) -> dict[str, Any]:
         "ok": result.ok,
         "seconds": round(result.seconds, 3),
         "matrix": {k: {str(pv): cells.get((k, pv), [0, 0]) for pv in versions} for k in kinds},
-        "cases": [_verdict_json(v) for v in result.verdicts],
+        "groups": _groups(result),
+        "skipped": _skip_reasons(result.verdicts),
+        "failures": [_verdict_json(v) for v in result.verdicts if v.status == "failed"],
     }
 
 
@@ -139,14 +159,22 @@ def _junit(result: RunResult) -> ET.Element:
             skipped=str(sum(v.status == "skipped" for v in verdicts)),
             time=f"{sum(v.seconds for v in verdicts):.3f}",
         )
+        # failures one by one; passes and skips as one test case per level and reason, so
+        # that a passing run of 96k cases is a few lines, not megabytes
         for v in verdicts:
-            tc = ET.SubElement(suite, "testcase", classname=f"{source}.{v.case.level}", name=v.case.id,
-                               time=f"{v.seconds:.6f}")
             if v.status == "failed":
+                tc = ET.SubElement(suite, "testcase", classname=f"{source}.{v.case.level}", name=v.case.id,
+                                   time=f"{v.seconds:.6f}")
                 node = ET.SubElement(tc, "failure", message=_one_line(v.reason, 500))
                 node.text = _failure_text(v)
-            elif v.status == "skipped":
-                ET.SubElement(tc, "skipped", message=v.reason)
+        for level in sorted({v.case.level for v in verdicts}):
+            passed = [v for v in verdicts if v.case.level == level and v.status == "passed"]
+            if passed:
+                ET.SubElement(suite, "testcase", classname=f"{source}.{level}",
+                              name=f"{len(passed)} {level} cases passed", time=f"{sum(v.seconds for v in passed):.3f}")
+        for reason, count in _skip_reasons(verdicts).items():
+            tc = ET.SubElement(suite, "testcase", classname=f"{source}.skipped", name=f"{count} cases: {reason}")
+            ET.SubElement(tc, "skipped", message=reason)
     return suites
 
 

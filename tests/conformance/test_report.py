@@ -43,15 +43,21 @@ def test_junit_index_and_html(tmp_path: Path) -> None:
     result = _run()
     paths = write_reports(result, tmp_path / "r")
     root = ET.parse(paths["junit"]).getroot()
-    cases = root.findall(".//testcase")
-    assert len(cases) == len(result.verdicts)
+    # every failure is a test case of its own; passes are counted per source and level
+    suites = root.findall("testsuite")
+    assert sum(int(s.get("tests", 0)) for s in suites) == len(result.verdicts)
     assert len(root.findall(".//failure")) == result.count("failed")
+    counted = [int(tc.get("name", "").split()[0]) for tc in root.findall(".//testcase")
+               if tc.get("name", "").endswith("cases passed")]
+    assert sum(counted) == result.count("passed")
     fail = root.find(".//testcase[@name='stream/builtin/proto2-streaming']/failure")
     assert fail is not None and "unknown message 'S'" in fail.get("message", "")
     assert ">> #0 53" in (fail.text or "")  # the failing payload's hex, marked
     index = json.loads(paths["index"].read_text())
     assert index["summary"] == {"passed": result.count("passed"), "failed": result.count("failed"), "skipped": 0}
     assert index["ok"] is False and index["decoder"] == "nostream"
+    assert len(index["failures"]) == result.count("failed") and all("payloads" in f for f in index["failures"])
+    assert sum(g["passed"] for g in index["groups"].values()) == result.count("passed")
     # the matrix: streamed messages fail at protocol 2, protocol 1 inserts pass
     assert index["matrix"]["StreamStart"]["2"][0] == 0 and index["matrix"]["StreamStart"]["2"][1] > 0
     ok, total = index["matrix"]["Insert"]["1"]
