@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _mutate_rate(cases: int, seed: int, corpus: tuple[str, ...]) -> tuple[float, float]:
-    from pgwire_spec.fuzz.corpus import load_corpus
+    from pgwire_spec.corpus.load import load_corpus
     from pgwire_spec.fuzz.shards import Campaign, plan_shards, run_shard
 
     streams = load_corpus(corpus)
@@ -53,7 +53,7 @@ def _peer_rate(cases: int, seed: int) -> tuple[float, float]:
     from hypothesis import strategies as st
 
     from pgwire_spec import DecodeError, decode_message
-    from pgwire_spec.fuzz.generate import each_example
+    from pgwire_spec.corpus.examples import each_example
 
     n = 0
 

@@ -11,7 +11,7 @@ Sources, each giving cases stable ids:
     every golden fixture message (``fixtures/``), placed in the smallest valid stream
     around it (its Relation, its Begin … Commit or Stream Start … Stop);
 ``stream/…``
-    the built-in seed streams (:mod:`pgwire_spec.fuzz.seeds`), every payload checked;
+    the built-in seed streams (:mod:`pgwire_spec.corpus.seeds`), every payload checked;
 ``generated/…``
     valid streams drawn with a fixed seed from :func:`pgwire_spec.strategies.streams`;
 ``malformed/…``
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._resources import spec_dir
+from ..corpus._fields import field_map
+from ..corpus.seeds import SeedStream, builtin_streams
 from ..errors import DecodeError
-from ..fuzz._fields import field_map
-from ..fuzz.seeds import SeedStream, builtin_streams
 from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
@@ -279,8 +279,8 @@ def builtin_cases(streams: Iterable[SeedStream] | None = None) -> list[Case]:
 
 def fixture_streams(root: Path | str | None = None) -> list[SeedStream]:
     """The golden fixtures as streams (one per fixture file, in capture order), with each
-    payload's expected JSON; see :mod:`pgwire_spec.fuzz.corpus`."""
-    from ..fuzz.corpus import load_fixture_streams
+    payload's expected JSON; see :mod:`pgwire_spec.corpus.load`."""
+    from ..corpus.load import load_fixture_streams
 
     return load_fixture_streams(root)
 
@@ -437,7 +437,7 @@ CONTEXTS: tuple[dict[str, Any], ...] = (
 def generated_cases(per_context: int = 20, seed: int = 0) -> list[Case]:
     """Valid streams from ``pgwire_spec.strategies.streams`` drawn with a fixed seed; none
     when the strategies module does not provide ``streams`` yet."""
-    from ..fuzz.generate import draw_examples, strategies_available
+    from ..corpus.examples import draw_examples, strategies_available
 
     if not strategies_available():
         return []
@@ -477,7 +477,7 @@ def malformed_cases(per_context: int = 20, seed: int = 0, streams: Iterable[Seed
 
 
 def _strategy_malformed(per_context: int, seed: int) -> Iterator[Case]:
-    from ..fuzz.generate import draw_examples, strategies_available
+    from ..corpus.examples import draw_examples, strategies_available
 
     if not strategies_available("malformed_streams"):
         return

@@ -1,6 +1,6 @@
 """The mutate engine: structure-aware mutations of seed payloads and streams.
 
-Each seed payload is mapped once (:func:`~pgwire_spec.fuzz._fields.field_map`): field
+Each seed payload is mapped once (:func:`~pgwire_spec.corpus._fields.field_map`): field
 boundaries, length and count fields, kind bytes, strings. A case is then one to three
 mutations drawn from a seeded ``random.Random``:
 
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..corpus._fields import TAGS, Field, field_map
+from ..corpus.seeds import SeedStream
 from ..errors import DecodeError
 from ..pgoutput.decoder import PgOutputDecoder
-from ._fields import TAGS, Field, field_map
-from .seeds import SeedStream
 
 __all__ = ["PayloadSeed", "StreamSeed", "Mutator", "prepare_seeds"]
 

@@ -24,11 +24,11 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..corpus._fields import field_map
 from ..errors import DecodeError, PgWireError
 from ..jsonform import from_json, to_json
 from ..pgoutput._codec import FAMILY
 from ..pgoutput.decoder import PgOutputDecoder
-from ._fields import field_map
 
 __all__ = ["Violation", "ReferenceOracle", "DifferentialOracle", "signature_path"]
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..corpus.seeds import SeedStream
 from ..pgoutput import _codec
-from .seeds import SeedStream
 
 __all__ = [
     "ENGINES",
@@ -63,7 +63,7 @@ class Campaign:
 
     ``target``: ``reference``, a decoder name of the conformance runner, or ``None`` with
     ``adapter_cmd``; ``engines``: a subset of :data:`ENGINES`; ``corpus``: corpus sources
-    (:func:`pgwire_spec.fuzz.corpus.load_corpus`); ``budget``: seconds of wall time (about),
+    (:func:`pgwire_spec.corpus.load.load_corpus`); ``budget``: seconds of wall time (about),
     or ``cases``: cases per shard (then the budget is only a safety limit).
     """
 
@@ -546,7 +546,7 @@ def _confirm_hang(shard: Shard, oracle: Any, watch: _Watch, cases: list[tuple[An
 
 def _run_generate(shard: Shard, oracle: Any, result: _Acc,
                   progress: Callable[[int], None] | None, started: float) -> None:
-    from .generate import CONTEXTS, each_example, strategies_available, stream_strategies
+    from ..corpus.examples import CONTEXTS, each_example, strategies_available, stream_strategies
 
     t0 = time.perf_counter()
     c0 = time.process_time()

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from .._progress import progress
+from ..corpus.seeds import SeedStream
 from ..errors import PgWireError
 from ..pgoutput import _codec
 from .findings import ORACLES, merge_findings, minimise, write_regression
-from .seeds import SeedStream
 from .shards import Campaign, Finding, ShardResult, plan_shards
 
 __all__ = [
@@ -592,7 +592,7 @@ def run_campaign(
 ) -> CampaignReport:
     """Run *campaign* as a Spark job on *master*; write its outputs to *out* if given.
     Progress goes through *say* every 2 s, or to a bar when *bar* and stderr is a terminal."""
-    from .corpus import describe, load_corpus
+    from ..corpus.load import describe, load_corpus
 
     t0 = time.perf_counter()
     if streams is None:

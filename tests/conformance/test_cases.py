@@ -21,7 +21,7 @@ from pgwire_spec.conformance.cases import (
     malformed_cases,
     section_of,
 )
-from pgwire_spec.fuzz.corpus import fixtures_root, load_fixture_streams
+from pgwire_spec.corpus.load import fixtures_root, load_fixture_streams
 
 
 def test_builtin_cases_check_every_payload() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from pgwire_spec.conformance import open_decoder, run_cases
 from pgwire_spec.conformance.cases import builtin_cases, derived_malformed_cases, fixture_cases
-from pgwire_spec.fuzz.corpus import fixtures_root
+from pgwire_spec.corpus.load import fixtures_root
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 

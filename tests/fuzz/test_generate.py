@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from pgwire_spec.fuzz.generate import draw_examples, strategies_available
+from pgwire_spec.corpus.examples import draw_examples, strategies_available
 from pgwire_spec.fuzz.shards import Campaign, plan_shards, run_shard
 
 

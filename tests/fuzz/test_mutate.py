@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from pgwire_spec import PgOutputDecoder, encode
+from pgwire_spec.corpus._fields import field_map
+from pgwire_spec.corpus.load import load_corpus
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.errors import DecodeError
-from pgwire_spec.fuzz._fields import field_map
-from pgwire_spec.fuzz.corpus import load_corpus
 from pgwire_spec.fuzz.mutate import Mutator, prepare_seeds
-from pgwire_spec.fuzz.seeds import builtin_streams
 from pgwire_spec.pgoutput.messages import UNCHANGED, Insert
 
 

@@ -9,8 +9,8 @@ import pytest
 from pgwire_spec import encode
 from pgwire_spec.conformance.adapter import FunctionAdapter
 from pgwire_spec.conformance.adapters.reference import decode_case
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.fuzz.oracles import DifferentialOracle, ReferenceOracle, signature_path
-from pgwire_spec.fuzz.seeds import builtin_streams
 from pgwire_spec.pgoutput import _codec
 from pgwire_spec.pgoutput.messages import Begin, Insert
 

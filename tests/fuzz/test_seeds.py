@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pgwire_spec import PgOutputDecoder
-from pgwire_spec.fuzz.corpus import CorpusError, fixtures_root, load_corpus, load_fixture_streams
-from pgwire_spec.fuzz.seeds import builtin_streams
+from pgwire_spec.corpus.load import CorpusError, fixtures_root, load_corpus, load_fixture_streams
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.pgoutput.messages import MESSAGE_TYPES, tuple_kinds
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pgwire_spec import encode
-from pgwire_spec.fuzz.seeds import builtin_streams
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.fuzz.shards import (
     Campaign,
     Finding,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.fuzz.seeds import builtin_streams
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.fuzz.shards import Campaign, plan_shards, run_shard
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -80,7 +80,7 @@ def test_a_planted_bug_is_found_minimised_and_replayable(spark_local: Any, tmp_p
 
 
 def test_verify_fixtures_as_a_spark_job(spark_local: Any) -> None:
-    from pgwire_spec.fuzz.corpus import fixtures_root
+    from pgwire_spec.corpus.load import fixtures_root
     from pgwire_spec.fuzz.spark import verify_fixtures_spark
 
     root = fixtures_root()

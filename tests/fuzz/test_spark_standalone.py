@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pgwire_spec.fuzz.seeds import builtin_streams
+from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.fuzz.shards import Campaign, plan_shards, run_shard
 from tests._spark import StandaloneCluster
 

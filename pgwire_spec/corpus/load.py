@@ -3,7 +3,7 @@
 Sources, named in campaign definitions:
 
 ``builtin``
-    :func:`pgwire_spec.fuzz.seeds.builtin_streams` (always there);
+    :func:`pgwire_spec.corpus.seeds.builtin_streams` (always there);
 ``fixtures`` / ``fixtures:PATH``
     the golden fixtures (``$PGWIRE_SPEC_FIXTURES``, ``fixtures/`` of a source checkout, the
     installed package's copy, or PATH): one stream per fixture group (option set), in capture order;
