@@ -16,6 +16,7 @@ master works unchanged. Golden-fixture verification runs through the same machin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -343,7 +344,8 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
                           f'--driver-java-options "-Dlog4j2.configurationFile=file:{quiet}" pyspark-shell')
     sigint = signal.getsignal(signal.SIGINT)
     try:
-        spark = builder.getOrCreate()
+        with _jvm_stderr_filtered():
+            spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - Java missing, a bad master URL …
         raise SparkJobError(f"cannot start Spark with master {master!r}: {str(exc).strip().splitlines()[0]}") from None
     finally:
@@ -358,6 +360,43 @@ def spark_session(master: str = "local[*]", app_name: str = "pgwire-spec", conf:
     spark.sparkContext.setLogLevel("ERROR")
     spark.pgwire_shipping = ship_package(spark.sparkContext, shipping)
     return spark
+
+
+#: What the JVM that PySpark starts writes to stderr before any log configuration applies
+#: (the JVM's module notice, the shell's log level notice): not the job's output.
+_JVM_NOTICES = (b"WARNING: Using incubator modules", b"Setting default log level to",
+                b"To adjust logging level use sc.setLogLevel")
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered() -> Iterator[None]:
+    """While the gateway starts, stderr (fd 2, which the JVM inherits for its lifetime) is a
+    pipe whose lines go on to the real stderr, less :data:`_JVM_NOTICES`."""
+    try:
+        real = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:  # pragma: no cover - no stderr to filter
+        yield
+        return
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as src:
+            for line in src:
+                if not line.startswith(_JVM_NOTICES):
+                    try:
+                        os.write(real, line)
+                    except OSError:
+                        pass
+
+    sys.stderr.flush()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    threading.Thread(target=pump, name="pgwire-spark-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)  # this process's own stderr back; the JVM keeps writing to the pipe
 
 
 def _stop_quietly(spark: Any) -> None:

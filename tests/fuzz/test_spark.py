@@ -138,3 +138,17 @@ def test_a_stopped_campaign_writes_what_finished_and_stops_spark(tmp_path: Path,
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"].startswith("interrupted")
     assert summary["cases"] == sum(s["cases"] for s in summary["shards"])
+
+
+@pytest.mark.slow
+def test_the_main_job_prints_no_spark_or_jvm_notices(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests._spark import require_spark
+
+    require_spark()
+    proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "fuzz", "--master", "local[1]", "--budget", "2",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # stderr is the job's own progress; Spark's and the JVM's start-up chatter is not
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("[fuzz]")] == []
