@@ -9,13 +9,12 @@ import struct
 import subprocess
 import zlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pgwire_spec.conformance import FunctionAdapter, run_cases, write_reports
-from pgwire_spec.conformance.adapters.reference import decode_case
 from pgwire_spec.conformance.cases import builtin_cases
+from tests.conformance.test_report import _no_streaming  # the reference, less streaming
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -25,15 +24,6 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 _FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
           "--disable-background-networking", "--disable-component-update", "--disable-sync",
           "--hide-scrollbars"]
-
-
-def _no_streaming(context: Any, payloads: Any) -> list[dict[str, Any]]:
-    """The reference, except that it knows no streaming message (a realistic partial decoder)."""
-    out = decode_case(context, payloads)
-    for i, p in enumerate(payloads):
-        if p[:1] == b"S" and i < len(out):
-            return out[:i] + [{"error": {"message": "unknown message 'S'"}}]
-    return out
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
