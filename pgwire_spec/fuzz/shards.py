@@ -81,6 +81,11 @@ class Campaign:
     max_signatures: int = 200
     #: share of generate-engine shards when both engines run (the rest mutate)
     generate_share: float = 0.25
+    #: how long a generate shard runs, as a share of a shard's time: the generate engine
+    #: yields ~1,000 times fewer cases per second than mutate, so it gets a slice of a core
+    #: and mutate shards fill the rest of that core's budget (no core spends a whole shard
+    #: on the slow engine)
+    generate_time: float = 0.25
 
     def __post_init__(self) -> None:
         bad = [e for e in self.engines if e not in ENGINES]
@@ -90,6 +95,8 @@ class Campaign:
             raise ValueError(f"budget must be positive seconds, found {self.budget}")
         if self.cases is not None and self.cases <= 0:
             raise ValueError(f"cases must be positive, found {self.cases}")
+        if not 0 < self.generate_time <= 1:
+            raise ValueError(f"generate_time must be a share of a shard's time in (0, 1], found {self.generate_time}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Campaign:
@@ -241,20 +248,35 @@ def plan_shards(campaign: Campaign, cores: int) -> list[Shard]:
     """Split *campaign* over *cores*: ``cores × shards_per_core`` shards, each with a
     derived seed and a share of the budget so that the campaign takes about ``budget``
     seconds of wall time."""
-    n = max(1, cores) * max(1, campaign.shards_per_core)
-    engines = list(campaign.engines)
-    if len(engines) == 1:
-        plan = engines * n
-    elif n == 1:
-        plan = ["mutate"]
+    cores, per_core = max(1, cores), max(1, campaign.shards_per_core)
+    n = cores * per_core
+    slot = campaign.budget / per_core
+    if len(campaign.engines) == 1 or n == 1:
+        engine = campaign.engines[0] if len(campaign.engines) == 1 else "mutate"
+        lanes = [[(engine, slot)] * per_core for _ in range(cores)]
     else:
-        # generate shards spread evenly among the mutate ones
+        # generate shards spread over the cores, each a slice of a shard's time; mutate
+        # shards fill every core to its budget
         n_gen = min(n - 1, max(1, round(n * campaign.generate_share)))
-        plan = ["generate" if (i + 1) * n_gen // n > i * n_gen // n else "mutate" for i in range(n)]
-    share = campaign.budget * max(1, cores) / n
+        gens = [n_gen // cores + (c < n_gen % cores) for c in range(cores)]
+        g = slot * campaign.generate_time
+        lanes = []
+        for c in range(cores):
+            rest = max(1, per_core - gens[c]) if gens[c] else per_core
+            lanes.append([("generate", g)] * gens[c] + [("mutate", (campaign.budget - gens[c] * g) / rest)] * rest)
+    # Spark starts tasks in list order on whichever core is free: listing the shards by
+    # their start time in this plan makes it the schedule (cores free at the same time are
+    # alike), so every core ends at about the budget.
+    timed = []
+    for c, lane in enumerate(lanes):
+        t = 0.0
+        for engine, seconds in lane:
+            timed.append((t, c, engine, seconds))
+            t += seconds
+    timed.sort(key=lambda x: (round(x[0], 6), x[1]))
     return [
-        Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine), share, campaign.cases)
-        for i, engine in enumerate(plan)
+        Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine), seconds, campaign.cases)
+        for i, (_, _, engine, seconds) in enumerate(timed)
     ]
 
 

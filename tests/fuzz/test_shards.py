@@ -26,12 +26,33 @@ from pgwire_spec.pgoutput.messages import Insert
 STREAMS = builtin_streams()
 
 
+def _schedule(shards: list, cores: int) -> list[float]:
+    """When each core is done if tasks start in list order on the first free core (Spark's
+    FIFO scheduling of one stage)."""
+    free = [0.0] * cores
+    for s in shards:
+        c = min(range(cores), key=lambda i: (free[i], i))
+        free[c] += s.budget
+    return free
+
+
+@pytest.mark.parametrize(("cores", "per_core"), [(1, 2), (2, 2), (4, 2), (3, 1), (2, 3)])
+def test_plan_gives_the_generate_engine_a_slice_and_fills_every_core(cores: int, per_core: int) -> None:
+    c = Campaign(budget=60, shards_per_core=per_core)
+    shards = plan_shards(c, cores)
+    gen = [s for s in shards if s.engine == "generate"]
+    assert gen and all(s.budget == pytest.approx(60 / per_core * c.generate_time) for s in gen)
+    assert _schedule(shards, cores) == pytest.approx([60.0] * cores)  # no core idle, none late
+    assert len({s.seed for s in shards}) == len(shards)
+
+
 def test_plan_spreads_engines_and_budget() -> None:
     c = Campaign(budget=60, shards_per_core=2)
     shards = plan_shards(c, 4)
     assert len(shards) == 8
     assert [s.engine for s in shards].count("generate") == 2
-    assert all(s.budget == pytest.approx(30.0) for s in shards)  # two waves of 30 s = 60 s
+    # two waves of 30 s on the cores without the slow engine; 7.5 s + 52.5 s on the others
+    assert sorted(s.budget for s in shards) == pytest.approx([7.5, 7.5, 30, 30, 30, 30, 52.5, 52.5])
     assert len({s.seed for s in shards}) == 8
     assert plan_shards(c, 4) == shards  # planning is deterministic
     only = plan_shards(Campaign(engines=("mutate",), shards_per_core=1), 3)
