@@ -68,6 +68,7 @@ def test_conform_reference_runs_every_corpus_case(installed: Path, elsewhere: Pa
     last = [line for line in proc.stdout.splitlines() if re.match(r"\d+ passed, \d+ failed", line)][-1]
     passed, failed = (int(n) for n in re.findall(r"(\d+) (?:passed|failed)", last))
     assert passed >= 95_000 and failed == 0, last
+    assert "_data/fixtures (package)" in proc.stderr  # it says which corpus it ran
 
 
 def test_version_names_the_packaged_corpus(installed: Path, elsewhere: Path) -> None:

@@ -17,7 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="command of a subprocess adapter speaking the JSON-lines contract")
     p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
     p.add_argument("--strict", action="store_true", help="also run the SHOULD cases (and count them)")
-    p.add_argument("--fixtures", metavar="DIR", help="golden fixtures directory (default: the shipped ones)")
+    p.add_argument("--fixtures", metavar="DIR",
+                   help="golden fixtures directory (default: the golden corpus: $PGWIRE_SPEC_FIXTURES, the "
+                   "checkout's fixtures/, or the copy installed with the package; named on stderr)")
     p.add_argument("--sources", default=",".join(_SOURCES),
                    help=f"comma-separated case sources (default: {','.join(_SOURCES)})")
     p.add_argument("--only", metavar="PREFIX", action="append", default=[],
@@ -59,6 +61,16 @@ def run(args: argparse.Namespace) -> int:
         if adapter is not None:
             adapter.close()
         raise
+    if "fixture" in sources:
+        from .. import __version__
+        from .._resources import ResourceError, data_source
+
+        try:
+            where = str(args.fixtures) if args.fixtures else str(data_source("fixtures"))
+        except ResourceError as exc:
+            where = f"none ({exc})"
+        count = sum(c.source == "fixture" for c in cases)
+        print(f"corpus: {where} of pgwire-spec {__version__}: {count:,} fixture cases", file=sys.stderr)
     if args.only:
         cases = [c for c in cases if any(c.id.startswith(p) for p in args.only)]
     if adapter is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -193,3 +194,12 @@ def test_every_option_of_every_command_has_help() -> None:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
         bare = [a.option_strings or [a.dest] for a in sub._actions if not a.help and a.help is not argparse.SUPPRESS]
         assert not bare, (name, bare)
+
+
+def test_verify_fixtures_from_a_sub_folder_finds_the_corpus() -> None:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "verify-fixtures", "--no-sequence"],
+                          capture_output=True, text=True, cwd=root / "tests" / "cli",
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"corpus: {root / 'fixtures'} (checkout)" in proc.stderr and "all match" in proc.stdout
