@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.servers import Server, ServerError, provider
+from pgwire_spec.servers import ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 
 __all__ = ["ensure_pg15", "pg15_fixture", "pg15"]
@@ -56,10 +56,10 @@ def ensure_pg15() -> Path:
     """The bin dir of PostgreSQL 15, installing Debian's package if needed (as root)."""
     try:
         return find_system_bin_dir(15)
-    except ServerError as missing:
+    except ProviderError as missing:
         apt = shutil.which("apt-get")
         if apt is None or os.geteuid() != 0:
-            raise ServerError(f"{missing}; install the Debian package {_PACKAGE}") from None
+            raise ProviderError(f"{missing}; install the Debian package {_PACKAGE}") from None
     _NO_MAIN_CLUSTER.parent.mkdir(parents=True, exist_ok=True)
     if not _NO_MAIN_CLUSTER.exists():
         _NO_MAIN_CLUSTER.write_text("create_main_cluster = false\n")
@@ -70,7 +70,7 @@ def ensure_pg15() -> Path:
         subprocess.run([apt, "update"], capture_output=True, text=True, env=env, timeout=900)
         proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
     if proc.returncode != 0:
-        raise ServerError(f"apt-get install {_PACKAGE} failed: {proc.stderr.strip()[-500:]}")
+        raise ProviderError(f"apt-get install {_PACKAGE} failed: {proc.stderr.strip()[-500:]}")
     return find_system_bin_dir(15)
 
 
@@ -89,7 +89,7 @@ def pg15_fixture(
     def fixture() -> Iterator[Server]:
         try:
             bin_dir = ensure_pg15()
-        except (ServerError, OSError, subprocess.SubprocessError) as exc:
+        except (ProviderError, OSError, subprocess.SubprocessError) as exc:
             pytest.skip(f"needs PostgreSQL 15 ({_PACKAGE}): {exc}")
         folder = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg15-files-")) if files else None
         try:

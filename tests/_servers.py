@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pgwire_spec.servers import Provider, Server, ServerError, provider
+from pgwire_spec.servers import Provider, ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 
 __all__ = ["pg_server", "start_server", "system_major_available"]
@@ -22,7 +22,7 @@ __all__ = ["pg_server", "start_server", "system_major_available"]
 def system_major_available(major: int) -> bool:
     try:
         find_system_bin_dir(major)
-    except ServerError:
+    except ProviderError:
         return False
     return True
 

@@ -39,7 +39,8 @@ ELIDE_KEEP = 3
 
 
 class CaptureError(PgWireError):
-    """A capture that could not run: a refused workload step, a slot that cannot be made."""
+    """A capture that could not run: a refused workload step, a slot that cannot be made, a
+    physical recording that could not be made."""
 
 
 @dataclass(frozen=True, slots=True)

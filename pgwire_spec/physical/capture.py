@@ -28,8 +28,8 @@ from typing import Any
 
 import psycopg
 
+from ..capture.capture import CaptureError
 from ..capture.session import Replicated, SessionError, _Conn
-from ..errors import PgWireError
 from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive
 from ..servers import Provider, Server
@@ -74,10 +74,6 @@ WORKLOAD: dict[str, tuple[str, ...]] = {
 }
 WORKLOAD_NAME = "physical-v1"
 SLOT = "pgws_physical"
-
-
-class CaptureError(PgWireError):
-    """A physical recording that could not be made."""
 
 
 class _Cluster(LocalCluster):

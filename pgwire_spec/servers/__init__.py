@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._base import CAPTURE_SETTINGS, Provider, Server, ServerError, free_port
+from ._base import CAPTURE_SETTINGS, Provider, ProviderError, Server, free_port
 from .docker import DockerProvider
 from .dsn import DsnProvider
 from .npm import NPM_VERSIONS, NpmProvider
@@ -23,7 +23,7 @@ from .wheel import WheelProvider
 
 __all__ = [
     "Server",
-    "ServerError",
+    "ProviderError",
     "Provider",
     "CAPTURE_SETTINGS",
     "PROVIDERS",
@@ -52,22 +52,22 @@ def provider(
 ) -> Provider:
     """The provider *name* for *major* (not started)."""
     if major is not None and major not in MAJORS:
-        raise ServerError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
+        raise ProviderError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
     if name == "system":
         return SystemProvider(major, bin_dir, settings)
     if name == "dsn":
         if not dsn:
-            raise ServerError("provider dsn needs a connection string (--dsn)")
+            raise ProviderError("provider dsn needs a connection string (--dsn)")
         return DsnProvider(dsn)
     if major is None:
-        raise ServerError(f"provider {name} needs a major (10-18)")
+        raise ProviderError(f"provider {name} needs a major (10-18)")
     if name == "npm":
         return NpmProvider(major, settings=settings)
     if name == "wheel":
         return WheelProvider(major, settings=settings)
     if name == "docker":
         return DockerProvider(major, settings=settings)
-    raise ServerError(f"expected a provider among {', '.join(PROVIDERS)}, found {name!r}")
+    raise ProviderError(f"expected a provider among {', '.join(PROVIDERS)}, found {name!r}")
 
 
 def parse_majors(text: str) -> list[int]:
@@ -78,14 +78,14 @@ def parse_majors(text: str) -> list[int]:
         try:
             a, b = int(lo), int(hi) if sep else int(lo)
         except ValueError:
-            raise ServerError(f"expected majors like '15' or '10-18', found {text!r}") from None
+            raise ProviderError(f"expected majors like '15' or '10-18', found {text!r}") from None
         if a > b:
-            raise ServerError(f"expected a rising range of majors like '10-18', found {part!r}")
+            raise ProviderError(f"expected a rising range of majors like '10-18', found {part!r}")
         for major in range(a, b + 1):
             if major not in MAJORS:
-                raise ServerError(f"expected PostgreSQL majors from 10 to 18, found {major}")
+                raise ProviderError(f"expected PostgreSQL majors from 10 to 18, found {major}")
             if major not in out:
                 out.append(major)
     if not out:
-        raise ServerError(f"expected majors like '15' or '10-18', found {text!r}")
+        raise ProviderError(f"expected majors like '15' or '10-18', found {text!r}")
     return out

@@ -29,7 +29,7 @@ from ..errors import PgWireError
 
 __all__ = [
     "Server",
-    "ServerError",
+    "ProviderError",
     "Provider",
     "LocalCluster",
     "CAPTURE_SETTINGS",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-class ServerError(PgWireError):
+class ProviderError(PgWireError):
     """A server that cannot be found, started, reached or stopped."""
 
 
@@ -202,7 +202,7 @@ def server_user() -> tuple[str, int, int] | None:
             capture_output=True, text=True,
         )
         if proc.returncode not in (0, 9):  # 9: created meanwhile by someone else
-            raise ServerError(
+            raise ProviderError(
                 f"cannot create the unprivileged user {name!r} PostgreSQL must run as: "
                 f"{proc.stderr.strip() or proc.returncode}"
             ) from None
@@ -247,7 +247,7 @@ class LocalCluster:
     def _binary(self, name: str) -> str:
         path = self.bin_dir / name
         if not path.is_file():
-            raise ServerError(f"expected the PostgreSQL program {name} in {self.bin_dir}, found nothing")
+            raise ProviderError(f"expected the PostgreSQL program {name} in {self.bin_dir}, found nothing")
         return str(path)
 
     def _env(self) -> dict[str, str]:
@@ -275,12 +275,12 @@ class LocalCluster:
             out = subprocess.run([postgres, "--version"], capture_output=True, text=True, timeout=30,
                                  env=self._env())
         except (OSError, subprocess.SubprocessError) as exc:
-            raise ServerError(f"cannot run {postgres} --version: {exc}") from None
+            raise ProviderError(f"cannot run {postgres} --version: {exc}") from None
         for word in out.stdout.split():
             head = word.split(".")[0]
             if head.isdigit():
                 return int(head)
-        raise ServerError(f"expected '{postgres} --version' to print a version, found {out.stdout.strip()!r} "
+        raise ProviderError(f"expected '{postgres} --version' to print a version, found {out.stdout.strip()!r} "
                           f"{out.stderr.strip()[-300:]!r}")
 
     def start(self) -> tuple[str, int]:
@@ -303,7 +303,7 @@ class LocalCluster:
             capture_output=True, env=self._env(), cwd=str(self.root), **self._run_kwargs(),
         )
         if proc.returncode != 0:
-            raise ServerError(
+            raise ProviderError(
                 f"initdb ({initdb}) failed with status {proc.returncode}: "
                 f"{proc.stderr.decode(errors='replace').strip()[-800:]}"
             )
@@ -340,7 +340,7 @@ class LocalCluster:
                 return "127.0.0.1", self.port
             if "could not bind" not in _tail(log, 30) and "in use" not in _tail(log, 30):
                 break
-        raise ServerError(f"postgres ({postgres}) did not start: {_tail(log)}")
+        raise ProviderError(f"postgres ({postgres}) did not start: {_tail(log)}")
 
     def _wait_ready(self, log: Path) -> bool:
         import psycopg
@@ -359,7 +359,7 @@ class LocalCluster:
             except psycopg.OperationalError:
                 time.sleep(0.05)
         self._kill()
-        raise ServerError(f"postgres did not accept connections in {self.startup_timeout:.0f} s: {_tail(log)}")
+        raise ProviderError(f"postgres did not accept connections in {self.startup_timeout:.0f} s: {_tail(log)}")
 
     def _kill(self) -> None:
         proc, self.process = self.process, None
@@ -400,7 +400,7 @@ def describe_server(provider: str, host: str, port: int, user: str, dbname: str,
             version = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
             num = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
     except psycopg.Error as exc:
-        raise ServerError(
+        raise ProviderError(
             f"cannot reach PostgreSQL at host={host} port={port} user={user} dbname={dbname}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
         ) from None

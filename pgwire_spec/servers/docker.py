@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import CAPTURE_SETTINGS, Provider, Server, ServerError, describe_server
+from ._base import CAPTURE_SETTINGS, Provider, ProviderError, Server, describe_server
 
 __all__ = ["DockerProvider", "docker_available"]
 
@@ -38,7 +38,7 @@ class DockerProvider(Provider):
     def _start(self) -> Server:
         reason = docker_available()
         if reason is not None:
-            raise ServerError(f"expected a Docker engine for provider docker, found {reason}")
+            raise ProviderError(f"expected a Docker engine for provider docker, found {reason}")
         from testcontainers.postgres import PostgresContainer
 
         args = " ".join(f"-c {k}={v}" for k, v in self.settings.items())

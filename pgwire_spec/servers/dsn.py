@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg.conninfo
 
-from ._base import Provider, Server, ServerError, describe_server
+from ._base import Provider, ProviderError, Server, describe_server
 
 __all__ = ["DsnProvider"]
 
@@ -18,7 +18,7 @@ class DsnProvider(Provider):
         try:
             self.params = psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
-            raise ServerError(f"expected a libpq connection string or URI, found {dsn!r}: {exc}") from None
+            raise ProviderError(f"expected a libpq connection string or URI, found {dsn!r}: {exc}") from None
         self.dsn = dsn
 
     def _start(self) -> Server:

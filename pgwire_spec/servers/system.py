@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ._base import ClusterProvider, ServerError
+from ._base import ClusterProvider, ProviderError
 
 __all__ = ["SystemProvider", "find_system_bin_dir"]
 
@@ -39,7 +39,7 @@ def find_system_bin_dir(major: int | None = None) -> Path:
             if major is None or _major_of(path) == major:
                 return path
     want = f"PostgreSQL {major}" if major is not None else "PostgreSQL"
-    raise ServerError(
+    raise ProviderError(
         f"expected an installed {want} (initdb and postgres in /usr/lib/postgresql/<major>/bin "
         f"or pg_config --bindir), found none in {[str(c) for c in candidates] or 'no candidate'}"
     )

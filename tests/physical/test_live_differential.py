@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pgwire_spec.physical.capture import PHYSICAL_SETTINGS, _Recorder
-from pgwire_spec.servers import Server, ServerError, provider
+from pgwire_spec.servers import ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender.core import ServerState
 from pgwire_spec.wire import (
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.live
 try:
     find_system_bin_dir(15)
     HAVE_PG15 = True
-except ServerError:
+except ProviderError:
     HAVE_PG15 = False
 
 

@@ -20,7 +20,7 @@ from pgwire_spec.physical.capture import PHYSICAL_SETTINGS, _Cluster, _flush_lsn
 from pgwire_spec.physical.recording import PhysicalRecording
 from pgwire_spec.physical.serve import physical_server
 from pgwire_spec.physical.wal import segment_start
-from pgwire_spec.servers import ServerError
+from pgwire_spec.servers import ProviderError
 from pgwire_spec.servers._base import describe_server, server_user
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender import SyncFakeWalsender
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.live, pytest.mark.clients]
 
 try:
     BIN: Path | None = find_system_bin_dir(15)
-except ServerError:
+except ProviderError:
     BIN = None
 
 

@@ -15,7 +15,7 @@ from pgwire_spec.servers import (
     NPM_VERSIONS,
     DsnProvider,
     NpmProvider,
-    ServerError,
+    ProviderError,
     SystemProvider,
     WheelProvider,
     free_port,
@@ -121,7 +121,7 @@ def test_a_server_that_fails_to_start_leaves_nothing_behind(monkeypatch: pytest.
 
     monkeypatch.setattr(LocalCluster, "start", spy)
     prov = SystemProvider(15, settings={"wal_level": "no_such_level"})
-    with pytest.raises(ServerError, match="did not start.*wal_level"):
+    with pytest.raises(ProviderError, match="did not start.*wal_level"):
         prov.start()
     assert roots and roots[0] is not None and not roots[0].exists()
     assert prov.cluster is None and prov.server is None
@@ -165,12 +165,12 @@ def test_dsn_provider_points_at_a_running_server() -> None:
 
 def test_dsn_provider_unreachable_server_is_a_clear_error() -> None:
     port = free_port()  # nothing listens there
-    with pytest.raises(ServerError, match=f"cannot reach PostgreSQL at host=127.0.0.1 port={port}"):
+    with pytest.raises(ProviderError, match=f"cannot reach PostgreSQL at host=127.0.0.1 port={port}"):
         DsnProvider(f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=2").start()
 
 
 def test_dsn_provider_rejects_a_malformed_dsn() -> None:
-    with pytest.raises(ServerError, match="expected a libpq connection string"):
+    with pytest.raises(ProviderError, match="expected a libpq connection string"):
         DsnProvider("host=127.0.0.1 port")
 
 
@@ -186,30 +186,30 @@ def test_parse_majors(text: str, expected: list[int]) -> None:
     ("18-10", "rising range"), ("", "found ''"),
 ])
 def test_parse_majors_rejects(text: str, message: str) -> None:
-    with pytest.raises(ServerError, match=message):
+    with pytest.raises(ProviderError, match=message):
         parse_majors(text)
 
 
 def test_unknown_provider_and_major_are_clear_errors() -> None:
-    with pytest.raises(ServerError, match="expected a provider among system, wheel, npm, docker, dsn, found 'apt'"):
+    with pytest.raises(ProviderError, match="expected a provider among system, wheel, npm, docker, dsn, found 'apt'"):
         provider("apt", 15)
-    with pytest.raises(ServerError, match="from 10 to 18, found 9"):
+    with pytest.raises(ProviderError, match="from 10 to 18, found 9"):
         provider("npm", 9)
-    with pytest.raises(ServerError, match="expected a major the npm provider has"):
+    with pytest.raises(ProviderError, match="expected a major the npm provider has"):
         NpmProvider(9)
-    with pytest.raises(ServerError, match="needs a connection string"):
+    with pytest.raises(ProviderError, match="needs a connection string"):
         provider("dsn")
 
 
 def test_system_provider_with_a_wrong_bin_dir_names_it(tmp_path: Path) -> None:
-    with pytest.raises(ServerError, match=f"expected the PostgreSQL program initdb in {tmp_path}"):
+    with pytest.raises(ProviderError, match=f"expected the PostgreSQL program initdb in {tmp_path}"):
         SystemProvider(bin_dir=tmp_path).start()
 
 
 def test_system_provider_missing_major_is_a_clear_error() -> None:
     if system_major_available(11):
         pytest.skip("PostgreSQL 11 is installed here")
-    with pytest.raises(ServerError, match="expected an installed PostgreSQL 11"):
+    with pytest.raises(ProviderError, match="expected an installed PostgreSQL 11"):
         SystemProvider(11).start()
 
 
@@ -229,7 +229,7 @@ def test_server_user_is_created_when_missing(monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.mark.skipif(bool(find_wheel_bin_dirs()), reason="a server wheel is installed: see the live test below")
 def test_wheel_provider_without_wheels_says_how_to_install() -> None:
-    with pytest.raises(ServerError, match=r"pip install 'pgwire-spec\[servers\]'"):
+    with pytest.raises(ProviderError, match=r"pip install 'pgwire-spec\[servers\]'"):
         WheelProvider(16).start()
 
 
@@ -255,5 +255,5 @@ def test_docker_provider() -> None:
 def test_docker_provider_without_an_engine_is_a_clear_error() -> None:
     if docker_available() is None:
         pytest.skip("a Docker engine answers here")
-    with pytest.raises(ServerError, match="expected a Docker engine"):
+    with pytest.raises(ProviderError, match="expected a Docker engine"):
         DockerProvider(16).start()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pgwire_spec.servers import Provider, Server, ServerError, provider
+from pgwire_spec.servers import Provider, ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 
 #: How each subscriber major is provided.
@@ -37,7 +37,7 @@ def pg_program(name: str) -> str | None:
         return found
     try:
         path = find_system_bin_dir(15) / name
-    except ServerError:
+    except ProviderError:
         return None
     return str(path) if Path(path).is_file() else None
 
@@ -56,7 +56,7 @@ def subscriber_server() -> Iterator[Callable[[int], Server]]:
             prov = provider(SUBSCRIBER_PROVIDERS[major], major, settings=SUBSCRIBER_SETTINGS)
             try:
                 prov.start()
-            except ServerError as exc:
+            except ProviderError as exc:
                 failed[major] = f"no PostgreSQL {major} to run a subscriber: {exc}"
                 pytest.skip(failed[major])
             started[major] = prov
