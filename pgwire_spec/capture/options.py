@@ -1,4 +1,4 @@
-"""The pgoutput option sets captured per server major (protocol-facts §1).
+"""The pgoutput option sets captured per server major (pgoutput.c, parse_output_parameters).
 
 One table: what each major accepts. The option sets are built from it: per protocol
 version a plain set, each option alone, and everything at once; capture then drops a set
@@ -17,7 +17,8 @@ from ..errors import OptionError
 __all__ = ["OptionSet", "SERVER_OPTIONS", "max_protocol", "option_sets"]
 
 #: Per major: (max proto_version, options pgoutput accepts besides proto_version and
-#: publication_names, streaming values). protocol-facts §1.
+#: publication_names, streaming values), as each major's pgoutput.c parse_output_parameters
+#: accepts them (docs: "Logical Streaming Replication Parameters").
 SERVER_OPTIONS: dict[int, tuple[int, tuple[str, ...], tuple[str, ...]]] = {
     10: (1, (), ()),
     11: (1, (), ()),

@@ -319,7 +319,7 @@ class LocalCluster:
         user = server_user()
         if user is not None:
             os.chown(sock, user[1], user[2])
-        # Several engineers and test runs start servers at once: a port found free may be
+        # Several users and test runs start servers at once: a port found free may be
         # taken before postgres binds it; retry with another.
         for _attempt in range(5):
             self.port = free_port()

@@ -1,7 +1,7 @@
 """Server personas: what a PostgreSQL walsender of each major (10 … 18) accepts and answers.
 
 One table per major, in one place: the replication commands and their options, the pgoutput
-options and protocol versions (protocol-facts §1), the shapes of results (IDENTIFY_SYSTEM's
+options and protocol versions (pgoutput.c, parse_output_parameters), the shapes of results (IDENTIFY_SYSTEM's
 timeline is int4 before 16 and int8 from 16), the ParameterStatus set sent at startup, and
 the errors — with the SQLSTATE and the message text a real server gives.
 """

@@ -1,5 +1,6 @@
 """What a client gets for what it negotiated: every stream decodes with the strict reference
-decoder, and the server's rules (protocol-facts §2–4) hold."""
+decoder, and the server's rules (docs: "Logical Replication Message Formats"; spec/errata.yaml;
+walsender.c's XLogData framing) hold."""
 
 from __future__ import annotations
 
