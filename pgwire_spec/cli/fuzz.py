@@ -72,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
     from ..fuzz.spark import format_report, run_campaign
 
     campaign = _campaign(args)
+    if "fixtures" in campaign.corpus:
+        from .. import __version__
+        from .._resources import ResourceError, data_source
+
+        try:
+            say(f"[fuzz] corpus: {data_source('fixtures')} of pgwire-spec {__version__}")
+        except ResourceError as exc:
+            say(f"[fuzz] corpus: no golden fixtures ({exc}); the built-in streams only")
     out = Path(args.out) if args.out else None
     report = run_campaign(campaign, master=args.master, out=out, say=say, bar=not args.quiet)
     print(format_report(report))
