@@ -77,6 +77,10 @@ class _Startup:
         if self.server.clock() < self.server.down_until:
             self.fatal(ServerError("57P03", "the database system is starting up"))
             return
+        if self.too_many:
+            # backend_startup.c ProcessStartupPacket, CAC_TOOMANY
+            self.fatal(ServerError("53300", "sorry, too many clients already"))
+            return
         db = params.get("database") or user
         if self.replication != "physical":
             if db != self.server.scenario.server.database:
@@ -92,6 +96,8 @@ class _Startup:
         self.auth = Authenticator(auth.method, user, auth.passwords, self.server.secrets, refuse=refuse,
                                   random_bytes=self.server.random_bytes)
         self.phase = "auth"
+        # Password and SASL messages: at most PG_MAX_AUTH_TOKEN_LENGTH (auth.c).
+        self.reader.max_message_length = self.server.limits.max_auth_message_length + 4
         try:
             step = self.auth.start()
         except ServerError as err:
@@ -154,6 +160,7 @@ class _Startup:
         for name, value in extra.items():
             self.send(ParameterStatus(name, value))
         self.send(BackendKeyData(self.pid, self.secret))
+        self.reader.max_message_length = self.server.limits.max_message_length + 4
         self.phase = "ready"
         self._ready()
 

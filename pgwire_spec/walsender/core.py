@@ -62,11 +62,15 @@ from ._startup import _Startup
 from ._streaming import _Streaming
 from .faults import Fault, FaultBook
 from .personas import Persona, ServerError, StreamOptions, persona
-from .scenario import Scenario
+from .scenario import Limits, Scenario
 from .stream import Stream
 from .transcript import Entry, Transcript
 
 __all__ = ["ServerState", "Connection", "SlotState", "Send", "Wait", "Close", "Action", "CHUNK"]
+
+#: The shell stops reading a client that has this many unconsumed bytes buffered (and a
+#: whole message among them).
+INPUT_HIGH_WATER = 1 << 18
 
 #: Seconds between 1970-01-01 and 2000-01-01 (the protocol's epoch).
 _PG_EPOCH_UNIX = 946684800
@@ -168,12 +172,15 @@ class ServerState:
 
     def __init__(self, scenario: Scenario, *, record: bool = True, clock: Callable[[], float] = time.monotonic,
                  extra_faults: list[Fault] | None = None, wall_clock: Callable[[], float] = time.time,
-                 pid: int | None = None, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
+                 pid: int | None = None, random_bytes: Callable[[int], bytes] = os.urandom,
+                 limits: Limits | None = None) -> None:
         """*clock* is the monotonic clock deadlines are measured on, *wall_clock* the time
         of day (Unix seconds) sendTime fields carry, *pid* the first backend pid handed out
         (by default derived from this process), *random_bytes* the source of cancel keys,
-        salts and nonces: pass fixed ones to replay a connection byte for byte."""
+        salts and nonces: pass fixed ones to replay a connection byte for byte. *limits*
+        replace the scenario's ``server`` limits."""
         self.scenario = scenario
+        self.limits: Limits = limits if limits is not None else scenario.server.limits
         self.wall_clock = wall_clock
         self.random_bytes = random_bytes
         self.persona: Persona = persona(scenario.server.major)
@@ -205,9 +212,14 @@ class ServerState:
 
     # -- connections -----------------------------------------------------------------------
     def connect(self, peer: str = "127.0.0.1") -> Connection:
+        """A new client. Past ``max_connections`` it is not counted among the connections
+        and is refused after its startup packet, as the postmaster does."""
         self.count += 1
         conn = Connection(self, self.count, peer)
-        self.connections[conn.id] = conn
+        if len(self.connections) >= self.limits.max_connections:
+            conn.too_many = True
+        else:
+            self.connections[conn.id] = conn
         return conn
 
     def forget(self, conn: Connection) -> None:
@@ -264,7 +276,17 @@ class Connection(_Startup, _Commands, _Streaming):
         self.server = server
         self.id = conn_id
         self.peer = peer
-        self.reader = FrontendReader()
+        limits = server.limits
+        # Lengths here count the 4-byte length field itself, PostgreSQL's limits do not
+        # (pqcomm.c pq_getmessage, backend_startup.c ProcessStartupPacket).
+        self.reader = FrontendReader(
+            max_message_length=max(limits.max_auth_message_length, limits.max_startup_packet_length) + 4,
+            max_startup_length=limits.max_startup_packet_length + 4)
+        #: Past max_connections: refused with 53300 once the startup packet is read.
+        self.too_many = False
+        #: When the startup and authentication must be done by (the shell's clock; set at
+        #: the first next_action).
+        self.auth_deadline: float | None = None
         self.out: list[bytes] = []
         self.phase = "startup"  # startup | auth | ready | streaming | closing | closed
         self.params: dict[str, str] = {}
@@ -332,9 +354,20 @@ class Connection(_Startup, _Commands, _Streaming):
         except ValueError:
             pass
 
+    def wants_input(self) -> bool:
+        """Should the shell read more from the client? Only while little is buffered or the
+        next message is still incomplete: a client that sends faster than the connection
+        consumes then meets TCP backpressure instead of filling the server's memory."""
+        return not self.eof and (self.reader.buffered < INPUT_HIGH_WATER or self.reader.needs_more())
+
     def next_action(self, now: float) -> Action:
         if self.phase == "closed":
             return Close()
+        if self.phase in ("startup", "auth") and self.close_action is None:
+            if self.auth_deadline is None:
+                self.auth_deadline = now + self.server.limits.authentication_timeout
+            elif now >= self.auth_deadline:
+                self._silent_close("57014", "canceling authentication due to timeout")
         if self.out:
             return self._flush()
         if self.close_action is not None:
@@ -363,6 +396,8 @@ class Connection(_Startup, _Commands, _Streaming):
             return self._gone()
         if self.phase == "streaming" and self.delegate is not None:
             return self.delegate.produce(now)
+        if self.phase in ("startup", "auth"):
+            return Wait(self.auth_deadline)
         return Wait(None)
 
     def _gone(self) -> Action:
@@ -391,8 +426,21 @@ class Connection(_Startup, _Commands, _Streaming):
             if self.stream is not None and (self.stream.paused_until is not None or self.stream.paused_forever):
                 return
 
+    def _silent_close(self, sqlstate: str, message: str) -> None:
+        """End the connection as PostgreSQL does when it reports to its log only (COMMERROR,
+        or FATAL while authenticating): the transcript says why, the client gets nothing."""
+        self._record(event=f"FATAL {sqlstate} {message} (not sent: the server closes the connection)")
+        self.out = []
+        self.close_action = Close()
+        self.phase = "closing"
+
     def _bad_input(self, err: DecodeError) -> None:
         self._record("F", event=f"malformed input: {err}")
+        if err.rule == "length-out-of-range":
+            # Announced longer than allowed: closed at once, the body never read.
+            self._silent_close("08P01", "invalid length of startup packet" if self.reader.in_startup
+                               else "invalid message length")
+            return
         if self.phase in ("startup", "auth") or err.rule in _FATAL_RULES:
             self.fatal(ServerError("08P01", "invalid frontend message", detail=str(err)))
             return

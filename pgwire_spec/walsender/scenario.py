@@ -39,6 +39,7 @@ from .types import ColumnType, TypeValueError, resolve_type
 __all__ = [
     "ScenarioError",
     "ServerInfo",
+    "Limits",
     "AuthConfig",
     "Column",
     "Table",
@@ -84,6 +85,56 @@ DEFAULT_CLOCK = datetime_to_timestamp(_dt.datetime(2025, 1, 1, tzinfo=_dt.UTC))
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """What one client may cost the server, as PostgreSQL bounds it. A client that goes past
+    a limit is refused as the real server refuses it (the SQLSTATE and text in brackets)."""
+
+    #: Connections served at once; one more gets FATAL 53300 "sorry, too many clients
+    #: already" after its startup packet (backend_startup.c ProcessStartupPacket). Above
+    #: PostgreSQL's default of 100 so that many-client tests fit.
+    max_connections: int = 1000
+    #: Seconds a client has to send its startup packet and authenticate
+    #: (authentication_timeout, default 60 s); then the connection is closed without a
+    #: message, FATAL 57014 "canceling authentication due to timeout" (postgres.c
+    #: ProcessInterrupts sends nothing to a client still authenticating).
+    authentication_timeout: float = 60.0
+    #: Longest startup packet (MAX_STARTUP_PACKET_LENGTH in pqcomm.h); longer: closed,
+    #: 08P01 "invalid length of startup packet".
+    max_startup_packet_length: int = 10000
+    #: Longest password/SASL message (PG_MAX_AUTH_TOKEN_LENGTH in auth.c); longer: closed,
+    #: 08P01 "invalid message length" (pqcomm.c pq_getmessage).
+    max_auth_message_length: int = 65535
+    #: Longest message after authentication (PQ_LARGE_MESSAGE_LIMIT, MaxAllocSize - 1 in
+    #: libpq.h); longer: closed, 08P01 "invalid message length".
+    max_message_length: int = (1 << 30) - 1
+
+
+#: Each limit: the bounds a scenario or the command line may set it to.
+LIMIT_RANGES: dict[str, tuple[float, float]] = {
+    "max_connections": (1, 1 << 20),
+    "authentication_timeout": (0.001, 600.0),  # PostgreSQL allows 1 s … 600 s; tests want less
+    "max_startup_packet_length": (8, 10000),
+    "max_auth_message_length": (5, (1 << 30) - 1),
+    "max_message_length": (5, (1 << 30) - 1),
+}
+
+
+def limit_value(path: str, name: str, value: Any) -> float | int:
+    """A limit's value, checked against :data:`LIMIT_RANGES`."""
+    low, high = LIMIT_RANGES[name]
+    is_int = name != "authentication_timeout"
+    if isinstance(value, str) and not is_int:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min)?\s*", value)
+        if m:
+            value = float(m.group(1)) * {"ms": 0.001, "s": 1.0, None: 1.0, "min": 60.0}[m.group(2)]
+    ok_type = isinstance(value, int) if is_int else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or not low <= value <= high:
+        what = "an integer" if is_int else "a number of seconds (or '60s', '500ms')"
+        raise ScenarioError(path, f"{what} from {low:g} to {high:g}", _describe(value))
+    return value if is_int else float(value)
+
+
+@dataclass(frozen=True, slots=True)
 class ServerInfo:
     """Who the fake server says it is. ``version`` decides the persona (major 10 … 18)."""
 
@@ -104,6 +155,9 @@ class ServerInfo:
     parameters: tuple[tuple[str, str], ...] = ()
     #: SHOW values beyond the built-in ones.
     settings: tuple[tuple[str, str], ...] = ()
+    #: What one client may cost (``max_connections``, ``authentication_timeout`` …: flat
+    #: keys of the ``server:`` section).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def major(self) -> int:
@@ -610,8 +664,11 @@ class _Loader:
     def server(self, data: Any) -> ServerInfo:
         d = self.keys("server", data, ("version", "system_id", "timeline", "database", "start_lsn",
                                        "first_xid", "clock", "logical_decoding_work_mem", "encoding",
-                                       "parameters", "settings"))
+                                       "parameters", "settings", *LIMIT_RANGES))
         kw: dict[str, Any] = {}
+        limits = {name: limit_value(f"server.{name}", name, d[name]) for name in LIMIT_RANGES if name in d}
+        if limits:
+            kw["limits"] = Limits(**limits)  # type: ignore[arg-type]
         if "version" in d:
             version = str(d["version"])
             m = re.match(r"(\d+)(?:\.(\d+))?", version)

@@ -29,7 +29,7 @@ from typing import Any
 
 from .core import Close, Connection, Send, ServerState, Wait
 from .faults import Fault
-from .scenario import Scenario, load_scenario
+from .scenario import Limits, Scenario, load_scenario
 from .transcript import Transcript
 
 __all__ = ["FakeWalsender", "SyncFakeWalsender"]
@@ -48,10 +48,12 @@ class FakeWalsender:
     """A fake PostgreSQL walsender serving *scenario* (a :class:`Scenario`, a file path, a
     YAML/JSON text or a mapping). Use as ``async with``; ``host``, ``port`` and ``dsn`` tell
     clients where it listens; ``transcript`` records every message (``record=False`` to
-    save memory); ``faults`` add to the scenario's own."""
+    save memory); ``faults`` add to the scenario's own; ``limits`` replace the scenario's
+    (connections, authentication timeout, message lengths)."""
 
     def __init__(self, scenario: Scenario | str | Path | Mapping[str, Any], *, host: str = "127.0.0.1",
-                 port: int = 0, record: bool = True, faults: list[Fault] | tuple[Fault, ...] = ()) -> None:
+                 port: int = 0, record: bool = True, faults: list[Fault] | tuple[Fault, ...] = (),
+                 limits: Limits | None = None) -> None:
         self.scenario = _as_scenario(scenario)
         self._host = host
         self._port = port
@@ -59,7 +61,8 @@ class FakeWalsender:
         # The shell owns the real clocks, process id and randomness; the core is handed them.
         self.state = ServerState(self.scenario, record=record, extra_faults=list(faults),
                                  clock=time.monotonic, wall_clock=time.time,
-                                 pid=20000 + (os.getpid() % 1000) * 10, random_bytes=os.urandom)
+                                 pid=20000 + (os.getpid() % 1000) * 10, random_bytes=os.urandom,
+                                 limits=limits)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: dict[int, asyncio.StreamWriter] = {}
@@ -166,9 +169,19 @@ class FakeWalsender:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
 
+        readable = asyncio.Event()  # set when the core has consumed what was read
+        readable.set()
+
         async def pump() -> None:
+            # Input backpressure: read only while the core wants more (little buffered, or
+            # the next message incomplete); otherwise the socket's buffers fill and the
+            # client's sends block, as with a real server busy writing.
             try:
                 while True:
+                    if not conn.wants_input():
+                        readable.clear()
+                        await readable.wait()
+                        continue
                     data = await reader.read(1 << 16)
                     conn.receive_data(data)
                     wake.set()
@@ -186,6 +199,8 @@ class FakeWalsender:
         try:
             while True:
                 action = conn.next_action(loop.time())
+                if not readable.is_set():
+                    readable.set()
                 if isinstance(action, Send):
                     if transport.is_closing():
                         conn.receive_data(b"")

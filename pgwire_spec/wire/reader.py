@@ -165,6 +165,22 @@ class _Reader:
         """Stream offset of the next unread byte."""
         return self._base + self._pos
 
+    def needs_more(self) -> bool:
+        """True when the buffered bytes do not hold the whole next message (so reading
+        more from the peer is the only way on); a shell that reads only then, or while
+        little is buffered, bounds what a peer can make it hold (backpressure)."""
+        if self._error is not None or self._phase == _ENDED:
+            return False
+        avail = self.buffered
+        head = 4 if self._phase == _STARTUP else 5
+        if avail < head:
+            return True
+        (length,) = _I32.unpack_from(self._buf, self._pos + head - 4)
+        limit = min(self.max_startup_length, self.max_message_length) if head == 4 else self.max_message_length
+        if not 4 <= length <= limit:
+            return False  # next_event() fails it: nothing more is worth reading
+        return avail < length + head - 4
+
     def next_event(self) -> WireMessage | NeedData | Closed:
         """The next message, :data:`NEED_DATA` or :data:`CLOSED`; raises DecodeError."""
         if self._error is not None:
@@ -232,6 +248,8 @@ class _Reader:
                 found=f"{self.buffered} more byte(s)", offset=self.offset,
             )
         return CLOSED if self._eof else NEED_DATA
+
+    max_startup_length = MAX_STARTUP_PACKET_LENGTH
 
     def _startup(self) -> WireMessage | NeedData | Closed:
         raise AssertionError("only a FrontendReader has a startup phase")
@@ -316,8 +334,15 @@ class FrontendReader(_Reader):
     _sender = "frontend"
     _table = FRONTEND
 
-    def __init__(self, *, max_message_length: int = DEFAULT_MAX_MESSAGE_LENGTH) -> None:
+    def __init__(self, *, max_message_length: int = DEFAULT_MAX_MESSAGE_LENGTH,
+                 max_startup_length: int = MAX_STARTUP_PACKET_LENGTH) -> None:
         super().__init__(max_message_length=max_message_length)
+        if not isinstance(max_startup_length, int) or not 8 <= max_startup_length <= MAX_STARTUP_PACKET_LENGTH + 4:
+            raise ValueError(f"expected max_startup_length from 8 to {MAX_STARTUP_PACKET_LENGTH + 4}, "
+                             f"found {max_startup_length!r}")
+        #: Longest startup packet read, its length field included (PostgreSQL reads a body
+        #: of at most 10000 bytes after the length).
+        self.max_startup_length = max_startup_length
         self._phase = _STARTUP
         self._password: PasswordKind = "password"
 
@@ -354,7 +379,7 @@ class FrontendReader(_Reader):
                 return self._boundary()
             return self._short(4, "a startup packet's length", None)
         (length,) = _I32.unpack_from(buf, pos)
-        limit = min(MAX_STARTUP_PACKET_LENGTH, self.max_message_length)
+        limit = min(self.max_startup_length, self.max_message_length)
         if not 8 <= length <= limit:
             raise self._fail(
                 "length-out-of-range", expected=f"a startup packet length from 8 to {limit}",
