@@ -179,7 +179,7 @@ class _Reader:
         limit = min(self.max_startup_length, self.max_message_length) if head == 4 else self.max_message_length
         if not 4 <= length <= limit:
             return False  # next_event() fails it: nothing more is worth reading
-        return avail < length + head - 4
+        return bool(avail < length + head - 4)
 
     def next_event(self) -> WireMessage | NeedData | Closed:
         """The next message, :data:`NEED_DATA` or :data:`CLOSED`; raises DecodeError."""
