@@ -10,10 +10,12 @@ subscriber must end with). Nothing here depends on what a client negotiates: tha
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._relsync import rel_sync
 from .scenario import (
     CommitPrepared,
     EmitMessage,
@@ -133,7 +135,11 @@ class _Tables:
 
     @staticmethod
     def _complete(t: Table, row: Row) -> Row:
-        return {c.name: row.get(c.name) for c in t.columns}
+        out = {c.name: row.get(c.name) for c in t.columns}
+        for c in t.columns:
+            if c.generated is not None:
+                out[c.name] = _generated(c, c.generated.value(out))
+        return out
 
     def _put(self, t: Table, rid: int | None, row: Row) -> int:
         if rid is None:
@@ -242,8 +248,19 @@ class History:
     tables: _Tables
 
     def final_rows(self, table: str) -> list[Row]:
-        name = self.scenario.table(table).qualified_name
-        return self.tables.final(name)
+        t = self.scenario.table(table)
+        return [r for leaf in self.scenario.leaves(t) for r in self.tables.final(leaf.qualified_name)]
+
+
+def _generated(col: Any, value: Any) -> Any:
+    """A computed value in the column's own type (integers truncated as an int cast rounds)."""
+    if value is None:
+        return None
+    if col.type.name in ("int2", "int4", "int8"):
+        return int(value.to_integral_value(decimal.ROUND_HALF_EVEN)) if isinstance(value, decimal.Decimal) else int(value)
+    if col.type.name in ("float4", "float8"):
+        return float(value)
+    return value
 
 
 def _size(values: Iterable[Any]) -> int:
@@ -261,6 +278,9 @@ class _Compiler:
         self.clock = self.server.clock
         self.prepared: dict[str, tuple[TxnEvent, list[tuple[Any, ...]]]] = {}
         self.events: list[Event] = []
+        self.pending: list[ChangeEvent] = []
+        #: (table, action) pairs whose replica identity rules were checked
+        self.checked: set[tuple[str, str]] = set()
 
     def xid(self) -> int:
         while self.next_xid in self.used_xids:
@@ -345,6 +365,10 @@ class _Compiler:
                     undo.extend(inner)
                 continue
             ev = self.change(cpath, change, xid, undo)
+            for done in self.pending:  # the DELETE half of a cross-partition update
+                done.path = nest
+                event.items.append(done)
+            self.pending.clear()
             if ev is not None:
                 ev.path = nest
                 event.items.append(ev)
@@ -353,17 +377,33 @@ class _Compiler:
         if isinstance(change, RowInsert):
             t = self.scenario.table(change.table)
             row = _Tables._complete(t, dict(change.new))
+            t = self._leaf(path, t, row)
             undo.append(self.tables.insert(t, row))
             return ChangeEvent("insert", self.advance(0x40 + _size(row.values())), xid, t, new=row,
                                size=_CHANGE_OVERHEAD + _size(row.values()))
         if isinstance(change, RowUpdate):
-            t = self.scenario.table(change.table)
-            self._check_identity(path, t, "update")
-            found = self.tables.find(t, dict(change.key), f"{path}.key")
-            if found is None:
+            named = self.scenario.table(change.table)
+            found_in = self._find(named, dict(change.key), f"{path}.key")
+            if found_in is None:
                 return None
-            rid, old = found
-            new = {**old, **dict(change.new)}
+            t, (rid, old) = found_in
+            self._check_identity(path, t, "update")
+            new = _Tables._complete(t, {**old, **dict(change.new)})
+            target = self.scenario.route(named, new) if named.partition_by is not None else t
+            if target is not t:
+                if target is None or named.partition_by is None:
+                    raise ScenarioError(f"{path}.new", f"a row {t.qualified_name}'s partition bound accepts",
+                                        "a row outside it (the server refuses it)")
+                # a row moving to another partition: DELETE from the old one, INSERT into
+                # the new one (ExecCrossPartitionUpdate)
+                self._check_identity(path, t, "delete")
+                undo.append(self.tables.delete(t, rid))
+                delete = ChangeEvent("delete", self.advance(0x40 + _size(old.values())), xid, t, old=old,
+                                     size=_CHANGE_OVERHEAD + _size(old.values()))
+                self.pending.append(delete)
+                undo.append(self.tables.insert(target, new))
+                return ChangeEvent("insert", self.advance(0x40 + _size(new.values())), xid, target, new=new,
+                                   size=_CHANGE_OVERHEAD + _size(new.values()))
             undo.append(self.tables.replace(t, rid, new))
             key_changed = any(
                 c.type.text(old.get(c.name)) != c.type.text(new.get(c.name)) for c in t.columns if c.key
@@ -373,12 +413,12 @@ class _Compiler:
                                key_changed=key_changed, unchanged=change.unchanged,
                                size=_CHANGE_OVERHEAD + size)
         if isinstance(change, RowDelete):
-            t = self.scenario.table(change.table)
-            self._check_identity(path, t, "delete")
-            found = self.tables.find(t, dict(change.key), f"{path}.key")
-            if found is None:
+            named = self.scenario.table(change.table)
+            found_in = self._find(named, dict(change.key), f"{path}.key")
+            if found_in is None:
                 return None
-            rid, old = found
+            t, (rid, old) = found_in
+            self._check_identity(path, t, "delete")
             undo.append(self.tables.delete(t, rid))
             return ChangeEvent("delete", self.advance(0x40 + _size(old.values())), xid, t, old=old,
                                size=_CHANGE_OVERHEAD + _size(old.values()))
@@ -394,18 +434,75 @@ class _Compiler:
             return ChangeEvent("message", self.advance(size), xid, message=change, size=_CHANGE_OVERHEAD + size)
         raise ScenarioError(path, "a change", type(change).__name__)  # pragma: no cover
 
+    def _leaf(self, path: str, t: Table, row: Row) -> Table:
+        """The partition that stores a new row of *t* (t itself when not partitioned)."""
+        if t.partition_by is None and t.partition_of is None:
+            return t
+        top = t
+        for anc in self.scenario.ancestors(t):
+            top = anc
+        leaf = self.scenario.route(top, row)
+        if t.partition_by is not None:
+            if leaf is None:
+                raise ScenarioError(path, f"a row some partition of {t.qualified_name} accepts",
+                                    "no partition for it")
+            return leaf
+        if leaf is not t:
+            raise ScenarioError(path, f"a row within the bound of {t.qualified_name}"
+                                f" ({t.bound.text if t.bound else ''})", "a row outside it")
+        return t
+
+    def _find(self, t: Table, key: Row, path: str) -> tuple[Table, tuple[int, Row]] | None:
+        """The row a key names, in the table or, for a partitioned one, its partitions."""
+        leaves = self.scenario.leaves(t)
+        if len(leaves) == 1:
+            hit = self.tables.find(leaves[0], key, path)
+            return (leaves[0], hit) if hit is not None else None
+        strict = self.tables.strict
+        self.tables.strict = False
+        try:
+            hits = [(leaf, h) for leaf in leaves if (h := self.tables.find(leaf, key, path)) is not None]
+        finally:
+            self.tables.strict = strict
+        if not hits:
+            if strict:
+                raise ScenarioError(path, f"a row of {t.qualified_name} with {key}", "no such row")
+            return None
+        return hits[0]
+
     def _check_identity(self, path: str, t: Table, action: str) -> None:
         # A real server refuses the statement itself: "cannot update table … because it
         # does not have a replica identity and publishes updates".
-        if not self.tables.strict:
+        if not self.tables.strict or (t.qualified_name, action) in self.checked:
             return
+        major = self.server.major
+        syncs = [(p, rel_sync(self.scenario, t, [p], major)) for p in self.scenario.publications]
         has_identity = t.replica_identity == "f" or (t.replica_identity in ("d", "i") and t.key_columns)
-        published = any(p.publishes(t.qualified_name, action) for p in self.scenario.publications)
+        published = any(action in sync.actions for _p, sync in syncs)
         if published and not has_identity:
             raise ScenarioError(
                 path, f"a table with a replica identity ({t.qualified_name} publishes {action}s)",
                 f"replica_identity {'nothing' if t.replica_identity == 'n' else 'default without key columns'}",
             )
+        # RelationBuildPublicationDesc (relcache.c): a publication publishing updates or
+        # deletes may filter on and list columns only within the replica identity (all
+        # columns under REPLICA IDENTITY FULL, so a column list must then name them all)
+        full = t.replica_identity == "f"
+        identity = {c.name for c in t.columns if c.generated is None} if full else set(t.key_columns)
+        for pub, sync in syncs:
+            if action not in sync.actions:
+                continue
+            for f in sync.filters.get(action, ()):
+                if not full and not f.columns <= identity:
+                    raise ScenarioError(path, f"a row filter of publication {pub.name!r} on replica identity "
+                                        f"columns only ({t.qualified_name} publishes {action}s)",
+                                        f"it reads {', '.join(sorted(f.columns - identity))}")
+            sent = {c.name for c in sync.columns}
+            if not identity <= sent:
+                raise ScenarioError(path, f"a column list of publication {pub.name!r} covering the replica "
+                                    f"identity ({t.qualified_name} publishes {action}s)",
+                                    f"it leaves out {', '.join(sorted(identity - sent))}")
+        self.checked.add((t.qualified_name, action))
 
     def prepared_end(self, path: str, item: CommitPrepared | RollbackPrepared) -> None:
         entry = self.prepared.pop(item.gid, None)

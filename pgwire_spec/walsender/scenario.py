@@ -28,12 +28,14 @@ import datetime as _dt
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import PgWireError
 from ..lsn import datetime_to_timestamp, parse_lsn
+from .publications import ACTIONS, GENERATED_COLUMNS, Expression, ExpressionError, Publication, PublishedTable
+from .publications import parse_expression as _parse_expression
 from .types import ColumnType, TypeValueError, resolve_type
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "Column",
     "Table",
     "Publication",
+    "PublishedTable",
     "Slot",
     "KeepaliveConfig",
     "RowInsert",
@@ -183,6 +186,8 @@ class Column:
     type: ColumnType
     #: Part of the replica identity (primary key or the identity index).
     key: bool = False
+    #: ``GENERATED ALWAYS AS (expression) STORED`` (12+): computed, never written.
+    generated: Expression | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +200,16 @@ class Table:
     replica_identity: str = "d"
     #: Initial rows (served by COPY to table sync), as column -> value mappings.
     rows: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    #: A partitioned table: ``PARTITION BY`` strategy and key columns (13+ publishes them).
+    partition_by: PartitionKey | None = None
+    #: A partition: the qualified name of its parent and its bound (``FOR VALUES …``).
+    partition_of: str | None = None
+    bound: PartitionBound | None = None
+
+    @property
+    def relkind(self) -> str:
+        """pg_class.relkind: 'p' partitioned table, 'r' table."""
+        return "p" if self.partition_by is not None else "r"
 
     @property
     def qualified_name(self) -> str:
@@ -216,14 +231,23 @@ class Table:
 
 
 @dataclass(frozen=True, slots=True)
-class Publication:
-    name: str
-    #: Qualified table names; None for FOR ALL TABLES.
-    tables: tuple[str, ...] | None
-    actions: frozenset[str] = frozenset({"insert", "update", "delete", "truncate"})
+class PartitionKey:
+    """``PARTITION BY LIST (col)`` or ``RANGE (col, …)``."""
 
-    def publishes(self, table: str, action: str) -> bool:
-        return action in self.actions and (self.tables is None or table in self.tables)
+    strategy: str  # list | range
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionBound:
+    """``FOR VALUES IN (…)``, ``FROM (…) TO (…)`` or ``DEFAULT``; values as text,
+    None for MINVALUE/MAXVALUE (range) or NULL (list)."""
+
+    text: str
+    values: tuple[Any, ...] = ()
+    lower: tuple[Any, ...] = ()
+    upper: tuple[Any, ...] = ()
+    default: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +409,31 @@ class Scenario:
                 return p
         return None
 
+    # -- partitions ------------------------------------------------------------------------
+    def partitions(self, table: Table) -> tuple[Table, ...]:
+        """The direct partitions of a partitioned table, in declaration order."""
+        return tuple(t for t in self.tables if t.partition_of == table.qualified_name)
+
+    def ancestors(self, table: Table) -> tuple[Table, ...]:
+        """The partitioned tables above a partition, nearest first (empty for others)."""
+        out: list[Table] = []
+        t = table
+        while t.partition_of is not None:
+            t = self.table(t.partition_of)
+            out.append(t)
+        return tuple(out)
+
+    def leaves(self, table: Table) -> tuple[Table, ...]:
+        """The tables holding a (partitioned) table's rows: itself, or its leaf partitions."""
+        if table.partition_by is None:
+            return (table,)
+        return tuple(leaf for p in self.partitions(table) for leaf in self.leaves(p))
+
+    def route(self, table: Table, row: Mapping[str, Any]) -> Table | None:
+        """The leaf partition a row of *table* goes to (the table itself if it is not
+        partitioned); None when no partition accepts it."""
+        return route_row({t.qualified_name: t for t in self.tables}, table, row)
+
     # -- constructors ----------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, name: str = "scenario", base: str | Path | None = None) -> Scenario:
@@ -508,12 +557,57 @@ def _parse_text(text: str, where: str) -> Any:
 
 _IDENTITY = {"default": "d", "full": "f", "index": "i", "nothing": "n", "d": "d", "f": "f", "i": "i", "n": "n"}
 _AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
-_ACTIONS = frozenset({"insert", "update", "delete", "truncate"})
+_ACTIONS = ACTIONS
 
 
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _accepts(bound: PartitionBound, key: PartitionKey, table: Table, row: Mapping[str, Any]) -> bool:
+    from .publications import typed
+
+    def val(i: int, v: Any) -> Any:
+        col = table.column(key.columns[i])
+        assert col is not None
+        return typed(col.type.name, v)
+
+    if key.strategy == "list":
+        v = row.get(key.columns[0])
+        return any((v is None and b is None) or (v is not None and b is not None and val(0, b) == val(0, v))
+                   for b in bound.values)
+    values = [row.get(c) for c in key.columns]
+    if any(v is None for v in values):
+        return False  # NULLs go to the default partition of a RANGE table
+    typed_row = tuple(val(i, v) for i, v in enumerate(values))
+
+    def cmp(ends: tuple[Any, ...], low: bool) -> int:
+        # row compared with a range end (MINVALUE/MAXVALUE as None), column by column
+        for i, b in enumerate(ends):
+            if b is None:
+                return 1 if low else -1
+            x = val(i, b)
+            if typed_row[i] != x:
+                return 1 if typed_row[i] > x else -1
+        return 0
+
+    return cmp(bound.lower, True) >= 0 and cmp(bound.upper, False) < 0
+
+
+def route_row(tables: Mapping[str, Table], table: Table, row: Mapping[str, Any]) -> Table | None:
+    """The leaf partition of *table* a row goes to (PostgreSQL's tuple routing), or None."""
+    if table.partition_by is None:
+        return table
+    children = [t for t in tables.values() if t.partition_of == table.qualified_name]
+    default = None
+    for child in children:
+        assert child.bound is not None
+        if child.bound.default:
+            default = child
+        elif _accepts(child.bound, table.partition_by, table, row):
+            return route_row(tables, child, row)
+    return route_row(tables, default, row) if default is not None else None
 
 
 def lsn_value(path: str, value: Any) -> int:
@@ -592,6 +686,39 @@ class _Loader:
             raise ScenarioError(path, f"a table declared under tables ({known})", repr(name))
         return qualified
 
+    def routed(self, tables: list[Table]) -> list[Table]:
+        """Initial rows of partitioned tables moved to the partitions that hold them."""
+        extra: dict[str, list[tuple[tuple[str, Any], ...]]] = {}
+        out = []
+        for t in tables:
+            if t.partition_by is None or not t.rows:
+                out.append(t)
+                continue
+            for i, r in enumerate(t.rows):
+                leaf = route_row(self.tables, t, dict(r))
+                if leaf is None:
+                    # ERROR: no partition of relation "…" found for row
+                    raise ScenarioError(f"tables[{t.qualified_name!r}].rows[{i}]",
+                                        f"a row some partition of {t.qualified_name} accepts", "no partition for it")
+                extra.setdefault(leaf.qualified_name, []).append(r)
+            out.append(replace(t, rows=()))
+        final = []
+        for t in out:
+            if t.qualified_name in extra:
+                t = replace(t, rows=t.rows + tuple(extra[t.qualified_name]))
+            if t.bound is not None and t.partition_of is not None and not t.bound.default:
+                parent = self.tables[t.partition_of]
+                assert parent.partition_by is not None
+                for i, r in enumerate(t.rows):
+                    if not _accepts(t.bound, parent.partition_by, parent, dict(r)):
+                        # ERROR: new row for relation "…" violates partition constraint
+                        raise ScenarioError(f"tables[{t.qualified_name!r}].rows[{i}]",
+                                            f"a row within the partition's bound ({t.bound.text})",
+                                            _describe(dict(r)))
+            self.tables[t.qualified_name] = t
+            final.append(t)
+        return final
+
     # -- sections --------------------------------------------------------------------------
     def scenario(self, data: Mapping[str, Any], name: str) -> Scenario:
         from .faults import parse_faults
@@ -638,7 +765,8 @@ class _Loader:
             next_oid = max(next_oid, table.oid) + 1
             self.tables[table.qualified_name] = table
             tables.append(table)
-        publications = self.publications(data.get("publications") or {})
+        tables = self.routed(tables)
+        publications = self.publications(data.get("publications") or {}, server.major)
         history = tuple(self.history(data.get("transactions") or []))
         slots = self.slots(data.get("slots") or [])
         keepalive = self.keepalive(data.get("keepalive") or {})
@@ -725,23 +853,66 @@ class _Loader:
         return AuthConfig(method, tuple((str(u), str(p)) for u, p in users.items()))
 
     def table(self, path: str, name: str, data: Any, oid: int) -> Table:
-        d = self.keys(path, data, ("columns", "rows", "replica_identity", "oid"), ("columns",))
+        d = self.keys(path, data, ("columns", "rows", "replica_identity", "oid", "partition_by",
+                                   "partition_of", "for_values"))
         schema, _, rel = name.rpartition(".")
         schema = schema or "public"
         if not rel:
             raise ScenarioError(path, "a table name like public.accounts", repr(name))
         if "oid" in d:
             oid = self.integer(f"{path}.oid", d["oid"], 1)
+        parent: Table | None = None
+        if "partition_of" in d:
+            parent_name = self.table_name(f"{path}.partition_of", d["partition_of"])
+            parent = self.tables[parent_name]
+            if parent.partition_by is None:
+                raise ScenarioError(f"{path}.partition_of", "a partitioned table (one with partition_by)",
+                                    repr(parent_name))
+            if "for_values" not in d:
+                raise ScenarioError(path, "the key 'for_values' (like \"IN ('eu')\" or 'FROM (1) TO (100)')",
+                                    "it missing")
+        elif "for_values" in d:
+            raise ScenarioError(f"{path}.for_values", "partition_of beside it", "for_values alone")
         identity = str(d.get("replica_identity", "default"))
         if identity not in _IDENTITY:
             raise ScenarioError(f"{path}.replica_identity", "default, full, index or nothing", _describe(identity))
-        cols_data = d["columns"]
+        if parent is not None and "columns" not in d:
+            columns = list(parent.columns)
+            if "replica_identity" not in d:
+                identity = {v: k for k, v in _IDENTITY.items() if len(k) > 1}[parent.replica_identity]
+        else:
+            if "columns" not in d:
+                raise ScenarioError(path, "the key 'columns'", "it missing")
+            columns = self.columns(path, d["columns"])
+        ident = _IDENTITY[identity]
+        if ident in ("d", "i") and not any(c.key for c in columns) and identity == "index":
+            raise ScenarioError(f"{path}.columns", "key: true on the identity index's columns", "no key column")
+        key = None
+        if "partition_by" in d:
+            key = self.partition_key(f"{path}.partition_by", d["partition_by"], columns)
+        bound = None
+        if parent is not None:
+            if [c.name for c in columns] != [c.name for c in parent.columns]:
+                raise ScenarioError(f"{path}.columns", f"the columns of {parent.qualified_name}",
+                                    ", ".join(c.name for c in columns))
+            assert parent.partition_by is not None
+            bound = self.partition_bound(f"{path}.for_values", d["for_values"], parent.partition_by)
+        table = Table(schema, rel, oid, tuple(columns), ident, (), key,
+                      parent.qualified_name if parent else None, bound)
+        rows_data = d.get("rows") or []
+        if not isinstance(rows_data, list):
+            raise ScenarioError(f"{path}.rows", "a list of rows", _describe(rows_data))
+        rows = tuple(self.row(f"{path}.rows[{i}]", table, r, full=False) for i, r in enumerate(rows_data))
+        return Table(schema, rel, oid, tuple(columns), ident, rows, key,
+                     parent.qualified_name if parent else None, bound)
+
+    def columns(self, path: str, cols_data: Any) -> list[Column]:
         if not isinstance(cols_data, list) or not cols_data:
             raise ScenarioError(f"{path}.columns", "a non-empty list of columns", _describe(cols_data))
         columns: list[Column] = []
         for i, cdata in enumerate(cols_data):
             cpath = f"{path}.columns[{i}]"
-            c = self.keys(cpath, cdata, ("name", "type", "key"), ("name", "type"))
+            c = self.keys(cpath, cdata, ("name", "type", "key", "generated"), ("name", "type"))
             try:
                 ctype = resolve_type(c["type"])
             except ValueError as exc:
@@ -750,17 +921,93 @@ class _Loader:
             if any(col.name == cname for col in columns):
                 raise ScenarioError(f"{cpath}.name", "distinct column names", f"{cname!r} twice")
             columns.append(Column(cname, ctype, self.boolean(f"{cpath}.key", c.get("key", False))))
-        ident = _IDENTITY[identity]
-        if ident in ("d", "i") and not any(c.key for c in columns) and identity == "index":
-            raise ScenarioError(f"{path}.columns", "key: true on the identity index's columns", "no key column")
-        table = Table(schema, rel, oid, tuple(columns), ident, ())
-        rows_data = d.get("rows") or []
-        if not isinstance(rows_data, list):
-            raise ScenarioError(f"{path}.rows", "a list of rows", _describe(rows_data))
-        rows = tuple(self.row(f"{path}.rows[{i}]", table, r, full=False) for i, r in enumerate(rows_data))
-        return Table(schema, rel, oid, tuple(columns), ident, rows)
+        # generation expressions read the other (non-generated) columns of the row
+        types = {c.name: c.type.name for c in columns}
+        for i, cdata in enumerate(cols_data):
+            if "generated" not in cdata:
+                continue
+            gpath = f"{path}.columns[{i}].generated"
+            expr = self.expression(gpath, cdata["generated"], types)
+            gen_cols = {c.name for j, c in enumerate(columns) if "generated" in cols_data[j]}
+            if expr.columns & gen_cols:
+                raise ScenarioError(gpath, "an expression over columns that are not generated",
+                                    f"it reads {', '.join(sorted(expr.columns & gen_cols))}")
+            if columns[i].key:
+                raise ScenarioError(gpath, "a column that is not part of the key", "key: true")
+            c0 = columns[i]
+            columns[i] = Column(c0.name, c0.type, c0.key, expr)
+        return columns
 
-    def row(self, path: str, table: Table, data: Any, *, full: bool) -> tuple[tuple[str, Any], ...]:
+    def expression(self, path: str, text: Any, types: Mapping[str, str]) -> Expression:
+        if not isinstance(text, str):
+            raise ScenarioError(path, "a SQL expression", _describe(text))
+        try:
+            return _parse_expression(text, types)
+        except ExpressionError as exc:
+            raise ScenarioError(path, exc.expected, exc.found) from None
+
+    def partition_key(self, path: str, text: Any, columns: list[Column]) -> PartitionKey:
+        from pglast import parse_sql
+        from pglast.parser import ParseError
+
+        if not isinstance(text, str):
+            raise ScenarioError(path, "a partition key like 'LIST (region)' or 'RANGE (id)'", _describe(text))
+        try:
+            spec = parse_sql(f"CREATE TABLE x (a int) PARTITION BY {text}")[0].stmt.partspec
+        except (ParseError, IndexError, AttributeError):
+            spec = None
+        strategy = str(getattr(spec, "strategy", "")) if spec is not None else ""
+        strategy = {"l": "list", "r": "range"}.get(strategy[-1:] if strategy else "", "")
+        names = [getattr(p, "name", None) for p in (spec.partParams if spec is not None else ())]
+        if not strategy or not names or any(n is None for n in names) or (strategy == "list" and len(names) != 1):
+            raise ScenarioError(path, "a partition key like 'LIST (region)' or 'RANGE (id)' on columns",
+                                _describe(text))
+        known = {c.name for c in columns}
+        for n in names:
+            if n not in known:
+                raise ScenarioError(path, f"key columns of the table ({', '.join(sorted(known))})", repr(n))
+        return PartitionKey(strategy, tuple(str(n) for n in names))
+
+    def partition_bound(self, path: str, text: Any, key: PartitionKey) -> PartitionBound:
+        from pglast import ast, parse_sql
+        from pglast.parser import ParseError
+
+        if not isinstance(text, str):
+            raise ScenarioError(path, "a bound like \"IN ('eu')\", 'FROM (1) TO (100)' or 'DEFAULT'", _describe(text))
+        sql = f"CREATE TABLE x PARTITION OF y {text}" if text.strip().upper() == "DEFAULT" \
+            else f"CREATE TABLE x PARTITION OF y FOR VALUES {text}"
+        try:
+            spec = parse_sql(sql)[0].stmt.partbound
+        except (ParseError, IndexError, AttributeError):
+            raise ScenarioError(path, "a bound like \"IN ('eu')\", 'FROM (1) TO (100)' or 'DEFAULT'",
+                                _describe(text)) from None
+
+        def datum(node: Any) -> Any:
+            if isinstance(node, ast.A_Const):
+                if node.isnull:
+                    return None
+                v = node.val
+                return str(getattr(v, "ival", getattr(v, "fval", getattr(v, "sval", getattr(v, "boolval", "")))))
+            if isinstance(node, ast.ColumnRef):  # MINVALUE / MAXVALUE
+                return None
+            if isinstance(node, ast.TypeCast):
+                return datum(node.arg)
+            raise ScenarioError(path, "constants in the bound", _describe(text))
+
+        if spec.is_default:
+            return PartitionBound(text, default=True)
+        if spec.strategy == "l" and key.strategy == "list":
+            return PartitionBound(text, values=tuple(datum(n) for n in spec.listdatums))
+        if spec.strategy == "r" and key.strategy == "range":
+            lower = tuple(datum(n) for n in spec.lowerdatums)
+            upper = tuple(datum(n) for n in spec.upperdatums)
+            if len(lower) != len(key.columns) or len(upper) != len(key.columns):
+                raise ScenarioError(path, f"{len(key.columns)} value(s) per range end", _describe(text))
+            return PartitionBound(text, lower=lower, upper=upper)
+        raise ScenarioError(path, f"a bound of a {key.strategy.upper()} partitioned table", _describe(text))
+
+    def row(self, path: str, table: Table, data: Any, *, full: bool,
+            key: bool = False) -> tuple[tuple[str, Any], ...]:
         if not isinstance(data, Mapping):
             raise ScenarioError(path, "a mapping of column to value", _describe(data))
         out = []
@@ -769,6 +1016,10 @@ class _Loader:
             if col is None:
                 raise ScenarioError(path, f"columns of {table.qualified_name} ({', '.join(c.name for c in table.columns)})",
                                     repr(cname))
+            if col.generated is not None and not key:
+                # the server: cannot insert a non-DEFAULT value into column (a generated one)
+                raise ScenarioError(f"{path}.{cname}", "no value for a generated column (it is computed)",
+                                    _describe(value))
             try:
                 col.type.text(value)
             except (TypeValueError, ValueError) as exc:
@@ -778,35 +1029,121 @@ class _Loader:
             out.append((col.name, value))
         return tuple(out)
 
-    def publications(self, data: Any) -> tuple[Publication, ...]:
+    def publications(self, data: Any, major: int) -> tuple[Publication, ...]:
         if not isinstance(data, Mapping):
             raise ScenarioError("publications", "a mapping of publication name to tables", _describe(data))
         pubs = []
         for pname, pdata in data.items():
             path = f"publications[{pname!r}]"
-            actions = _ACTIONS
             if isinstance(pdata, Mapping):
-                d = self.keys(path, pdata, ("tables", "all_tables", "publish"))
-                if d.get("all_tables"):
-                    tables = None
-                else:
-                    tables = tuple(self.table_name(f"{path}.tables", t) for t in (d.get("tables") or []))
-                if "publish" in d:
-                    items = d["publish"]
-                    if isinstance(items, str):
-                        items = [s.strip() for s in items.split(",") if s.strip()]
-                    if not isinstance(items, list) or not set(items) <= _ACTIONS:
-                        raise ScenarioError(f"{path}.publish", "actions among insert, update, delete, truncate",
-                                            _describe(d["publish"]))
-                    actions = frozenset(items)
+                pubs.append(self.publication(path, str(pname), pdata, major))
             elif pdata == "all" or pdata == "all_tables":
-                tables = None
+                pubs.append(Publication(str(pname), None))
             elif isinstance(pdata, list):
-                tables = tuple(self.table_name(f"{path}[{i}]", t) for i, t in enumerate(pdata))
+                pubs.append(self.publication(path, str(pname), {"tables": pdata}, major, tables_path=path))
             else:
-                raise ScenarioError(path, "a list of tables, 'all', or {tables, publish}", _describe(pdata))
-            pubs.append(Publication(str(pname), tables, actions))
+                raise ScenarioError(path, "a list of tables, 'all', or {tables, schemas, publish, …}",
+                                    _describe(pdata))
         return tuple(pubs)
+
+    def publication(self, path: str, name: str, d: Mapping[str, Any], major: int,
+                    tables_path: str | None = None) -> Publication:
+        self.keys(path, d, ("tables", "all_tables", "schemas", "publish", "publish_via_partition_root",
+                            "publish_generated_columns"))
+
+        def since(key: str, first: int) -> None:
+            # the server of the scenario's major refuses the option (the docs' CREATE PUBLICATION)
+            if major < first:
+                raise ScenarioError(f"{path}.{key}", f"a server of {first}+ (the scenario's is {major})",
+                                    f"{key}")
+
+        actions = _ACTIONS
+        if "publish" in d:
+            items = d["publish"]
+            if isinstance(items, str):
+                items = [s.strip() for s in items.split(",") if s.strip()]
+            if not isinstance(items, list) or not set(items) <= _ACTIONS:
+                raise ScenarioError(f"{path}.publish", "actions among insert, update, delete, truncate",
+                                    _describe(d["publish"]))
+            actions = frozenset(items)
+        all_tables = self.boolean(f"{path}.all_tables", d.get("all_tables", False))
+        schemas: list[str] = []
+        for i, sname in enumerate(d.get("schemas") or []):
+            since("schemas", 15)
+            sch = self.string(f"{path}.schemas[{i}]", sname)
+            if not any(t.schema == sch for t in self.tables.values()):
+                raise ScenarioError(f"{path}.schemas[{i}]", "a schema of the scenario's tables "
+                                    f"({', '.join(sorted({t.schema for t in self.tables.values()}))})", repr(sch))
+            schemas.append(sch)
+        tables: list[str] = []
+        entries: list[PublishedTable] = []
+        raw_tables = d.get("tables") or []
+        if not isinstance(raw_tables, list):
+            raise ScenarioError(f"{path}.tables", "a list of tables", _describe(raw_tables))
+        for i, item in enumerate(raw_tables):
+            ipath = f"{tables_path or path + '.tables'}[{i}]"
+            if isinstance(item, Mapping):
+                td = self.keys(ipath, item, ("table", "columns", "where"), ("table",))
+                tname = self.table_name(f"{ipath}.table", td["table"])
+                entries.append(self.published_table(ipath, tname, td, major))
+            else:
+                tname = self.table_name(ipath, item)
+            if tname in tables:
+                # CREATE PUBLICATION: 'table "…" specified more than once'
+                raise ScenarioError(ipath, "each table once", f"{tname} twice")
+            tables.append(tname)
+        if all_tables and (tables or schemas):
+            raise ScenarioError(path, "all_tables, or tables and schemas", "both")
+        via_root = False
+        if "publish_via_partition_root" in d:
+            since("publish_via_partition_root", 13)
+            via_root = self.boolean(f"{path}.publish_via_partition_root", d["publish_via_partition_root"])
+        for e in entries:
+            if self.tables[e.table].relkind == "p" and not via_root and (e.where or e.columns):
+                # CREATE PUBLICATION: cannot use publication WHERE clause / column list for a
+                # partitioned table when publish_via_partition_root is false
+                what = "WHERE clause" if e.where else "column list"
+                raise ScenarioError(f"{path}.tables", f"publish_via_partition_root: true for a {what} on "
+                                    f"the partitioned table {e.table}", "false")
+        generated = "none"
+        if "publish_generated_columns" in d:
+            since("publish_generated_columns", 18)
+            value = d["publish_generated_columns"]
+            generated = {True: "stored", False: "none"}.get(value, value) if isinstance(value, bool) else value
+            if generated not in GENERATED_COLUMNS:
+                raise ScenarioError(f"{path}.publish_generated_columns", "none or stored", _describe(value))
+        return Publication(name, None if all_tables else tuple(tables), actions, tuple(schemas),
+                           tuple(entries), via_root, str(generated))
+
+    def published_table(self, path: str, tname: str, td: Mapping[str, Any], major: int) -> PublishedTable:
+        table = self.tables[tname]
+        columns: tuple[str, ...] | None = None
+        if "columns" in td:
+            if major < 15:
+                raise ScenarioError(f"{path}.columns", f"a server of 15+ (the scenario's is {major})", "a column list")
+            cl = td["columns"]
+            if not isinstance(cl, list) or not cl:
+                raise ScenarioError(f"{path}.columns", "a non-empty list of column names", _describe(cl))
+            names = []
+            for j, cname in enumerate(cl):
+                col = table.column(str(cname))
+                if col is None:
+                    raise ScenarioError(f"{path}.columns[{j}]", f"a column of {tname} "
+                                        f"({', '.join(c.name for c in table.columns)})", repr(cname))
+                if col.generated is not None and major < 18:
+                    # 15-17: cannot use generated column "…" in publication column list
+                    raise ScenarioError(f"{path}.columns[{j}]", "a column that is not generated (before 18)",
+                                        repr(cname))
+                if col.name in names:
+                    raise ScenarioError(f"{path}.columns[{j}]", "each column once", f"{cname!r} twice")
+                names.append(col.name)
+            columns = tuple(names)
+        where = None
+        if "where" in td:
+            if major < 15:
+                raise ScenarioError(f"{path}.where", f"a server of 15+ (the scenario's is {major})", "a row filter")
+            where = self.expression(f"{path}.where", td["where"], {c.name: c.type.name for c in table.columns})
+        return PublishedTable(tname, columns, where)
 
     def slots(self, data: Any) -> tuple[Slot, ...]:
         if isinstance(data, Mapping):
@@ -920,13 +1257,13 @@ class _Loader:
             unchanged = d.get("unchanged") or []
             if not isinstance(unchanged, list) or any(self.tables[t].column(str(c)) is None for c in unchanged):
                 raise ScenarioError(f"{path}.unchanged", f"a list of columns of {t}", _describe(unchanged))
-            return RowUpdate(t, self.row(f"{path}.key", self.tables[t], d["key"], full=False),
+            return RowUpdate(t, self.row(f"{path}.key", self.tables[t], d["key"], full=False, key=True),
                              self.row(f"{path}.new", self.tables[t], d["new"], full=False),
                              tuple(str(c) for c in unchanged))
         if "delete" in data:
             d = self.keys(path, data, ("delete", "key"), ("key",))
             t = self.table_name(f"{path}.delete", d["delete"])
-            return RowDelete(t, self.row(f"{path}.key", self.tables[t], d["key"], full=False))
+            return RowDelete(t, self.row(f"{path}.key", self.tables[t], d["key"], full=False, key=True))
         if "truncate" in data:
             d = self.keys(path, data, ("truncate", "cascade", "restart_identity"))
             names = d["truncate"] if isinstance(d["truncate"], list) else [d["truncate"]]
