@@ -176,31 +176,32 @@ class Mutator:
             ("extend", self._extend, 1), ("length", self._length, 3), ("kind", self._kind, 2),
             ("string", self._string, 2), ("int", self._int, 2), ("splice", self._splice, 2),
         )
-        self._table = [(name, fn) for name, fn, w in self._ops for _ in range(w)]
+        # (mutation, its op names): the names tuple is built once, not per case
+        self._table = [(fn, (name,)) for name, fn, w in self._ops for _ in range(w)]
 
     # -- payload mutations ----------------------------------------------------------------------
     def _bitflip(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         if d:
-            i = _below(r, len(d))
-            d[i] ^= 1 << _below(r, 8)
+            i = int(r.random() * len(d))
+            d[i] ^= 1 << int(r.random() * 8)
 
     def _byte(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         if d:
-            d[_below(r, len(d))] = _pick(r, _INTERESTING8) if r.random() < 0.7 else _below(r, 256)
+            d[int(r.random() * len(d))] = _pick(r, _INTERESTING8) if r.random() < 0.7 else int(r.random() * 256)
 
     def _truncate(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         if s.boundaries and r.random() < 0.7:
             cut = _pick(r, s.boundaries)
         else:
-            cut = _below(r, len(d) + 1)
+            cut = int(r.random() * (len(d) + 1))
         del d[cut:]
 
     def _extend(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         if d and r.random() < 0.5:
-            a = _below(r, len(d))
-            d.extend(d[a:a + 1 + _below(r, 8)])
+            a = int(r.random() * len(d))
+            d.extend(d[a:a + 1 + int(r.random() * 8)])
         else:
-            d.extend(r.randbytes(1 + _below(r, 4)))
+            d.extend(r.randbytes(1 + int(r.random() * 4)))
 
     def _length(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         if not s.lengths:
@@ -210,7 +211,7 @@ class Mutator:
             return None
         size = f.size
         left = len(d) - f.offset - size
-        choice = _below(r, 6)
+        choice = int(r.random() * 6)
         if choice == 0:
             value = _pick(r, _INTERESTING32)
         elif choice == 1:
@@ -239,7 +240,7 @@ class Mutator:
         end = f.offset + f.size - 1
         if end >= len(d):
             return None
-        choice = _below(r, 3)
+        choice = int(r.random() * 3)
         if choice == 0 and d[end] == 0:
             del d[end]  # unterminated: the string runs into the next field
         elif choice == 1:
@@ -261,75 +262,73 @@ class Mutator:
 
     def _splice(self, r: random.Random, d: bytearray, s: PayloadSeed) -> None:
         other = _pick(r, self.seeds)
-        a = _pick(r, s.boundaries) if s.boundaries else _below(r, len(d) + 1)
-        b = _pick(r, other.boundaries) if other.boundaries else _below(r, len(other.data) + 1)
+        a = _pick(r, s.boundaries) if s.boundaries else int(r.random() * (len(d) + 1))
+        b = _pick(r, other.boundaries) if other.boundaries else int(r.random() * (len(other.data) + 1))
         d[a:] = other.data[b:]
 
     def mutate_payload(self, r: random.Random, seed: PayloadSeed) -> tuple[bytes, bool, bool, tuple[str, ...]]:
         """Apply one to three payload mutations to *seed*; return (bytes, in_stream,
         abort_tail, op names)."""
+        x = r.random()
+        return self._mutate_n(r, seed, 1 if x < 0.6 else 2 if x < 0.8 else 3)
+
+    def _mutate_n(self, r: random.Random, seed: PayloadSeed, n: int) -> tuple[bytes, bool, bool, tuple[str, ...]]:
         d = bytearray(seed.data)
         in_stream, abort_tail = seed.in_stream, seed.abort_tail
         rand = r.random
-        x = rand()
-        n = 1 if x < 0.6 else 2 if x < 0.8 else 3
         table = self._table
         size = len(table)
-        if n == 1 and rand() >= 0.04:  # the common case, without the loop
-            name, fn = table[int(rand() * size)]
-            fn(r, d, seed)
-            return bytes(d), in_stream, abort_tail, (name,)
-        ops = []
+        names: list[str] = []
         for _ in range(n):
             if rand() < 0.04:
-                ops.append("context")
+                names.append("context")
                 if rand() < 0.5:
                     in_stream = not in_stream
                 else:
                     abort_tail = not abort_tail
                 continue
-            name, fn = table[int(rand() * size)]
+            fn, ops = table[int(rand() * size)]
             fn(r, d, seed)
-            ops.append(name)
-        return bytes(d), in_stream, abort_tail, tuple(ops)
+            names += ops
+        return bytes(d), in_stream, abort_tail, tuple(names)
 
     # -- stream mutations --------------------------------------------------------------------------
     def mutate_stream(self, r: random.Random) -> tuple[dict[str, Any], tuple[bytes, ...], tuple[str, ...]]:
         w = _pick(r, self.windows)
         pl = list(w.payloads)
         options = dict(w.options)
-        choice = _below(r, 7)
+        choice = int(r.random() * 7)
         n = len(pl)
         if choice == 0 and n > 1:
-            i, j = _below(r, n), _below(r, n)
+            i, j = int(r.random() * n), int(r.random() * n)
             pl[i], pl[j] = pl[j], pl[i]
             op = "swap"
         elif choice == 1 and n > 1:
-            del pl[_below(r, n)]
+            del pl[int(r.random() * n)]
             op = "drop"
         elif choice == 2:
-            i = _below(r, n)
-            pl.insert(_below(r, n + 1), pl[i])
+            i = int(r.random() * n)
+            pl.insert(int(r.random() * (n + 1)), pl[i])
             op = "duplicate"
         elif choice == 3 and n > 1:
-            p = pl.pop(_below(r, n))
-            pl.insert(_below(r, n), p)
+            p = pl.pop(int(r.random() * n))
+            pl.insert(int(r.random() * n), p)
             op = "move"
         elif choice == 4:
             other = _pick(r, self.windows).payloads
-            pl = pl[:_below(r, n + 1)] + list(other[_below(r, len(other) + 1):])
+            pl = pl[:int(r.random() * (n + 1))] + list(other[int(r.random() * (len(other) + 1)):])
             op = "splice-streams"
         elif choice == 5:
             key = _pick(r, ("protocol_version", "streaming", "two_phase", "binary", "messages"))
             if key == "protocol_version":
-                options[key] = 1 + _below(r, 4)
+                options[key] = 1 + int(r.random() * 4)
             elif key == "streaming":
                 options[key] = _pick(r, ("off", "on", "parallel"))
             else:
                 options[key] = not options.get(key, False)
             op = f"options:{key}"
         else:
-            i = _below(r, n)
+            i = int(r.random() * n)
             seed = _payload_seed(pl[i], False, options.get("streaming") == "parallel")
             data, _, _, ops = self.mutate_payload(r, seed)
             pl[i] = data
@@ -339,9 +338,20 @@ class Mutator:
     def case(self, r: random.Random) -> tuple[Any, ...]:
         """One mutated case: ``("p", data, in_stream, abort_tail, ops)`` or
         ``("s", options, payloads, ops)``."""
-        if self.stream_ratio and r.random() < self.stream_ratio:
+        rand = r.random
+        if self.stream_ratio and rand() < self.stream_ratio:
             options, payloads, ops = self.mutate_stream(r)
             return ("s", options, payloads, ops)
         seeds = self.seeds
-        data, in_stream, abort_tail, ops = self.mutate_payload(r, seeds[int(r.random() * len(seeds))])
+        seed = seeds[int(rand() * len(seeds))]
+        x = rand()
+        n = 1 if x < 0.6 else 2 if x < 0.8 else 3
+        if n == 1 and rand() >= 0.04:
+            # the common case (one mutation, the seed's context) inline: no loop, no list
+            table = self._table
+            fn, ops = table[int(rand() * len(table))]
+            d = bytearray(seed.data)
+            fn(r, d, seed)
+            return ("p", bytes(d), seed.in_stream, seed.abort_tail, ops)
+        data, in_stream, abort_tail, ops = self._mutate_n(r, seed, n)
         return ("p", data, in_stream, abort_tail, ops)
