@@ -32,6 +32,9 @@ from ..pgoutput import _codec
 
 __all__ = [
     "ENGINES",
+    "adaptive",
+    "engine_yield",
+    "generate_fraction",
     "Campaign",
     "Shard",
     "Finding",
@@ -79,13 +82,19 @@ class Campaign:
     case_timeout: float = 2.0
     memory_limit_mb: int = 512
     max_signatures: int = 200
-    #: share of generate-engine shards when both engines run (the rest mutate)
+    #: share of generate-engine shards in the first wave when both engines run (the rest mutate)
     generate_share: float = 0.25
-    #: how long a generate shard runs, as a share of a shard's time: the generate engine
-    #: yields ~1,000 times fewer cases per second than mutate, so it gets a slice of a core
-    #: and mutate shards fill the rest of that core's budget (no core spends a whole shard
-    #: on the slow engine)
+    #: how long a first-wave generate shard runs, as a share of a shard's time: the generate
+    #: engine yields ~1,000 times fewer cases per second than mutate, so it gets a slice of
+    #: a core and mutate shards fill the rest of that core's budget
     generate_time: float = 0.25
+    #: when both engines run on a time budget: the first wave (this share of the budget)
+    #: measures each engine's yield (distinct signatures per CPU second); the second wave
+    #: gives the generate engine a share of the cores' time proportional to its yield
+    #: (:func:`generate_fraction`), kept within [generate_floor, generate_cap]
+    explore: float = 0.2
+    generate_floor: float = 0.02
+    generate_cap: float = 0.5
 
     def __post_init__(self) -> None:
         bad = [e for e in self.engines if e not in ENGINES]
@@ -97,6 +106,11 @@ class Campaign:
             raise ValueError(f"cases must be positive, found {self.cases}")
         if not 0 < self.generate_time <= 1:
             raise ValueError(f"generate_time must be a share of a shard's time in (0, 1], found {self.generate_time}")
+        if not 0 < self.explore <= 1:
+            raise ValueError(f"explore must be a share of the budget in (0, 1], found {self.explore}")
+        if not 0 <= self.generate_floor <= self.generate_cap <= 1:
+            raise ValueError("expected 0 <= generate_floor <= generate_cap <= 1, found "
+                             f"{self.generate_floor} and {self.generate_cap}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Campaign:
@@ -244,16 +258,40 @@ class _Acc:
         self.notes: list[str] = []
 
 
-def plan_shards(campaign: Campaign, cores: int) -> list[Shard]:
+def plan_shards(campaign: Campaign, cores: int, *, budget: float | None = None,
+                generate_fraction: float | None = None, first_index: int = 0) -> list[Shard]:
     """Split *campaign* over *cores*: ``cores × shards_per_core`` shards, each with a
     derived seed and a share of the budget so that the campaign takes about ``budget``
-    seconds of wall time."""
+    seconds of wall time.
+
+    *budget* overrides the campaign's (one wave of it); *generate_fraction*, when both
+    engines run, is the generate engine's share of the cores' time (instead of the fixed
+    first-wave slice); *first_index* numbers the shards of a later wave after the earlier
+    ones (the index seeds the shard).
+    """
+    total = campaign.budget if budget is None else budget
     cores, per_core = max(1, cores), max(1, campaign.shards_per_core)
     n = cores * per_core
-    slot = campaign.budget / per_core
-    if len(campaign.engines) == 1 or n == 1:
-        engine = campaign.engines[0] if len(campaign.engines) == 1 else "mutate"
+    slot = total / per_core
+    both = len(campaign.engines) > 1
+    lanes: list[list[tuple[str, float]]]
+    if not both or (n == 1 and generate_fraction is None):
+        engine = campaign.engines[0] if not both else "mutate"
         lanes = [[(engine, slot)] * per_core for _ in range(cores)]
+    elif generate_fraction is not None:
+        # the generate engine's time in whole lanes from the first core on: as few cores
+        # as it needs, the others (and the rest of its last core) all mutate
+        gen_left = max(0.0, min(1.0, generate_fraction)) * cores * total
+        lanes = []
+        for _ in range(cores):
+            g = min(gen_left, total)
+            gen_left -= g
+            rest = total - g
+            k = per_core if g <= 0 else max(1, per_core - 1)
+            lane = [("generate", g)] if g > 0 else []
+            if rest > 1e-9:
+                lane += [("mutate", rest / k)] * k
+            lanes.append(lane)
     else:
         # generate shards spread over the cores, each a slice of a shard's time; mutate
         # shards fill every core to its budget
@@ -263,7 +301,7 @@ def plan_shards(campaign: Campaign, cores: int) -> list[Shard]:
         lanes = []
         for c in range(cores):
             rest = max(1, per_core - gens[c]) if gens[c] else per_core
-            lanes.append([("generate", g)] * gens[c] + [("mutate", (campaign.budget - gens[c] * g) / rest)] * rest)
+            lanes.append([("generate", g)] * gens[c] + [("mutate", (total - gens[c] * g) / rest)] * rest)
     # Spark starts tasks in list order on whichever core is free: listing the shards by
     # their start time in this plan makes it the schedule (cores free at the same time are
     # alike), so every core ends at about the budget.
@@ -276,8 +314,35 @@ def plan_shards(campaign: Campaign, cores: int) -> list[Shard]:
     timed.sort(key=lambda x: (round(x[0], 6), x[1]))
     return [
         Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine), seconds, campaign.cases)
-        for i, (_, _, engine, seconds) in enumerate(timed)
+        for i, (_, _, engine, seconds) in enumerate(timed, start=first_index)
     ]
+
+
+def adaptive(campaign: Campaign) -> bool:
+    """Whether *campaign* runs in two waves (both engines, a time budget, a first wave
+    long enough to measure anything: at least 5 s)."""
+    return len(campaign.engines) > 1 and campaign.cases is None and campaign.budget * campaign.explore >= 5.0
+
+
+def engine_yield(results: Sequence[ShardResult]) -> dict[str, float]:
+    """Distinct finding signatures per CPU second, per engine, over *results*."""
+    sigs: dict[str, set[str]] = {}
+    cpu: dict[str, float] = {}
+    for r in results:
+        sigs.setdefault(r.engine, set()).update(f.signature for f in r.findings)
+        cpu[r.engine] = cpu.get(r.engine, 0.0) + max(r.cpu_seconds, r.seconds * 0.05, 1e-3)
+    return {e: len(sigs[e]) / cpu[e] for e in cpu}
+
+
+def generate_fraction(campaign: Campaign, results: Sequence[ShardResult]) -> float:
+    """The generate engine's share of the cores' time for the next wave: its share of the
+    engines' summed yield (:func:`engine_yield`), within [generate_floor, generate_cap];
+    the floor when neither engine found anything (mutate draws ~1,000 cases for each of
+    the generate engine's, so it is the better bet until the generate engine shows more)."""
+    y = engine_yield(results)
+    g, m = y.get("generate", 0.0), y.get("mutate", 0.0)
+    share = g / (g + m) if g + m > 0 else 0.0
+    return min(campaign.generate_cap, max(campaign.generate_floor, share))
 
 
 # -- running a shard ---------------------------------------------------------------------------------
@@ -300,6 +365,11 @@ def _prepared(streams: Sequence[SeedStream]) -> Any:
 
 class _Hang(BaseException):
     """Raised by the per-chunk timer: a case ran past its timeout."""
+
+
+class _Deadline(BaseException):
+    """Raised inside a hypothesis run at the shard's deadline (a BaseException: hypothesis
+    lets it through at once, without shrinking)."""
 
 
 def _can_alarm() -> bool:
@@ -592,6 +662,8 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
             def body(drawn: Any, kind: str = kind, ctx: dict[str, Any] = ctx) -> None:
                 if limit is not None and counter["n"] >= limit:
                     return
+                if limit is None and time.perf_counter() >= deadline:
+                    raise _Deadline()  # a round of draws takes seconds: stop inside it
                 options = dict(getattr(drawn, "options", ctx))
                 payloads = tuple(bytes(p) for p in drawn.payloads)
                 case = ("s", options, payloads, (f"generate:{kind}",))
@@ -607,7 +679,10 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
                 if v is not None:
                     _record(result, shard, v, case, idx)
 
-            each_example(strategy, want, seed, body)
+            try:
+                each_example(strategy, want, seed, body)
+            except _Deadline:
+                break
         rounds += 1
         if progress is not None:
             progress(counter["n"])

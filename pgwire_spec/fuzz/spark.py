@@ -38,7 +38,7 @@ from ..corpus.seeds import SeedStream
 from ..errors import PgWireError
 from ..pgoutput import _codec
 from .findings import ORACLES, merge_findings, minimise, write_regression
-from .shards import Campaign, Finding, ShardResult, plan_shards
+from .shards import Campaign, Finding, ShardResult, adaptive, engine_yield, generate_fraction, plan_shards
 
 __all__ = [
     "SparkJobError",
@@ -75,6 +75,9 @@ class CampaignReport:
     driver_backend: str = ""
     #: stopped before every shard finished: the shards and findings of those that did
     partial: bool = False
+    #: the generate engine's share of the cores' time in the second wave, from its yield in
+    #: the first (None: one wave, see :func:`~pgwire_spec.fuzz.shards.adaptive`)
+    generate_fraction: float | None = None
 
     @property
     def cases(self) -> int:
@@ -141,6 +144,7 @@ class CampaignReport:
             "findings": len(self.findings),
             "occurrences": sum(f.count for f in self.findings),
             "engines": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in self.per_engine().items()},
+            "generate_fraction": None if self.generate_fraction is None else round(self.generate_fraction, 4),
             "oracles": {name: ORACLES[name] for name in self.oracles()},
             "shipping": self.shipping,
             "driver_backend": self.driver_backend,
@@ -649,45 +653,29 @@ def run_campaign(
         shipping = _session_shipping(spark)
         master = str(sc.master)
         cores = int(sc.defaultParallelism)
-        shards = plan_shards(campaign, cores)
+        waves = adaptive(campaign)
+        first_budget = campaign.budget * campaign.explore if waves else campaign.budget
+        shards = plan_shards(campaign, cores, budget=first_budget)
         engines = sorted({s.engine for s in shards})
         say(f"[fuzz] campaign {campaign.name}: target {campaign.adapter_cmd or campaign.target}, engines "
             f"{'+'.join(engines)}, seed {campaign.seed}, {len(shards)} shards on {cores} cores, "
             f"corpus {describe(streams)}, {_SHIPPING_TEXT[shipping]}, budget "
-            + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s"))
+            + (f"{campaign.cases:,} cases per shard" if campaign.cases else f"{campaign.budget:g} s")
+            + (f" (a first wave of {first_budget:g} s measures each engine's yield)" if waves else ""))
         bc = sc.broadcast(_light(streams))
-        acc = sc.accumulator(0)
-        host = sc.getConf().get("spark.driver.host", "127.0.0.1")
-        live, finished = _LiveCounts(host), _FinishedShards(host)
-        report_to, results_to = live.address, finished.address
-        rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc, report_to, results_to))
-        expected = campaign.budget if not campaign.cases else 0.0
-        use_bar = bar and sys.stderr.isatty()
-        with _Progress(sc, len(shards), expected, None if use_bar else say, acc, live):
-            try:
-                raw = _collect_interruptibly(sc, rdd)
-            except KeyboardInterrupt:
-                # stopped from outside: keep what finished, say so, then stop as asked
-                partial = CampaignReport(
-                    campaign, master, cores,
-                    tuple(sorted((ShardResult.from_dict(d) for d in finished.results()), key=lambda r: r.index)),
-                    (), time.perf_counter() - t0, describe(streams), shipping=shipping,
-                    driver_backend=_codec.BACKEND, partial=True,
-                )
-                partial = replace(partial, findings=tuple(merge_findings(partial.shards)))
-                if out is not None:
-                    partial = write_outputs(partial, out)
-                say(f"[fuzz] interrupted: {len(partial.shards)} of {len(shards)} shards finished "
-                    f"({partial.cases:,} cases, {len(partial.findings)} finding(s))"
-                    + (f"; partial summary in {partial.paths['summary']}" if partial.paths else ""))
-                raise
-            except Exception as exc:  # noqa: BLE001 - a task failed: say which, no JVM trace
-                text = str(exc)
-                hint = next((ln.strip() for ln in text.splitlines() if "Error" in ln or "error" in ln), text[:300])
-                raise SparkJobError(f"the fuzz job failed: {hint}") from None
-            finally:
-                live.close()
-                finished.close()
+        raw: list[Any] = []
+        fraction: float | None = None
+        for wave in (1, 2) if waves else (1,):
+            if wave == 2:
+                done = [ShardResult.from_dict(d) for d in raw]
+                fraction = generate_fraction(campaign, done)
+                yields = engine_yield(done)
+                shards = plan_shards(campaign, cores, budget=campaign.budget - first_budget,
+                                     generate_fraction=fraction, first_index=len(done))
+                say("[fuzz] wave 2: yield (signatures per CPU second) "
+                    + ", ".join(f"{e} {v:.3g}" for e, v in sorted(yields.items()))
+                    + f"; the generate engine gets {fraction:.0%} of the cores' time, {len(shards)} shards")
+            raw += _run_wave(sc, campaign, shards, bc, streams, shipping, master, cores, t0, out, say, bar, raw)
         bc.unpersist()
     finally:
         if own:
@@ -698,10 +686,53 @@ def run_campaign(
         say(f"[fuzz] minimising {len(findings)} finding(s) …")
         findings = _minimise_all(campaign, findings)
     report = CampaignReport(campaign, master, cores, results, tuple(findings), time.perf_counter() - t0,
-                            describe(streams), shipping=shipping, driver_backend=_codec.BACKEND)
+                            describe(streams), shipping=shipping, driver_backend=_codec.BACKEND,
+                            generate_fraction=fraction)
     if out is not None:
         report = write_outputs(report, out)
     return report
+
+
+def _run_wave(sc: Any, campaign: Campaign, shards: list[Any], bc: Any, streams: Sequence[SeedStream],
+              shipping: str, master: str, cores: int, t0: float, out: Path | str | None,
+              say: Callable[[str], None], bar: bool, earlier: list[Any]) -> list[Any]:
+    """Run one wave of shards as a Spark job; on an interrupt, write the partial report of
+    the earlier waves and the shards of this one that finished, then re-raise."""
+    from ..corpus.load import describe
+
+    acc = sc.accumulator(0)
+    host = sc.getConf().get("spark.driver.host", "127.0.0.1")
+    live, finished = _LiveCounts(host), _FinishedShards(host)
+    report_to, results_to = live.address, finished.address
+    rdd = sc.parallelize(shards, len(shards)).map(lambda s: _shard_task(s, bc, acc, report_to, results_to))
+    expected = sum(s.budget for s in shards) / max(1, cores) if not campaign.cases else 0.0
+    use_bar = bar and sys.stderr.isatty()
+    with _Progress(sc, len(shards), expected, None if use_bar else say, acc, live):
+        try:
+            return _collect_interruptibly(sc, rdd)
+        except KeyboardInterrupt:
+            # stopped from outside: keep what finished, say so, then stop as asked
+            got = [*earlier, *finished.results()]
+            partial = CampaignReport(
+                campaign, master, cores,
+                tuple(sorted((ShardResult.from_dict(d) for d in got), key=lambda r: r.index)),
+                (), time.perf_counter() - t0, describe(streams), shipping=shipping,
+                driver_backend=_codec.BACKEND, partial=True,
+            )
+            partial = replace(partial, findings=tuple(merge_findings(partial.shards)))
+            if out is not None:
+                partial = write_outputs(partial, out)
+            say(f"[fuzz] interrupted: {len(partial.shards)} shards finished "
+                f"({partial.cases:,} cases, {len(partial.findings)} finding(s))"
+                + (f"; partial summary in {partial.paths['summary']}" if partial.paths else ""))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a task failed: say which, no JVM trace
+            text = str(exc)
+            hint = next((ln.strip() for ln in text.splitlines() if "Error" in ln or "error" in ln), text[:300])
+            raise SparkJobError(f"the fuzz job failed: {hint}") from None
+        finally:
+            live.close()
+            finished.close()
 
 
 def _minimise_all(campaign: Campaign, findings: list[Finding]) -> list[Finding]:
@@ -808,6 +839,9 @@ def format_report(report: CampaignReport) -> str:
         lines.append(f"engine {engine}: {int(e['cases']):,} cases in {e['seconds']:.1f} task-seconds = "
                      f"{e['cases_per_second_per_core']:,.0f} cases/s per task "
                      f"({e['cases_per_cpu_second']:,.0f} per CPU second)")
+    if report.generate_fraction is not None:
+        lines.append(f"second wave: the generate engine had {report.generate_fraction:.0%} of the cores' time "
+                     "(its share of the first wave's yield, within the campaign's floor and cap)")
     names = {"c": "C", "python": "pure Python"}
     lines.append(f"package: {_SHIPPING_TEXT.get(report.shipping, report.shipping or '?')}; driver codec "
                  f"{names.get(report.driver_backend, report.driver_backend or '?')}")

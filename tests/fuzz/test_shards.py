@@ -15,8 +15,11 @@ from pgwire_spec.fuzz.shards import (
     Campaign,
     Finding,
     ShardResult,
+    adaptive,
     derive_seed,
+    engine_yield,
     finding_id,
+    generate_fraction,
     plan_shards,
     run_shard,
 )
@@ -44,6 +47,44 @@ def test_plan_gives_the_generate_engine_a_slice_and_fills_every_core(cores: int,
     assert gen and all(s.budget == pytest.approx(60 / per_core * c.generate_time) for s in gen)
     assert _schedule(shards, cores) == pytest.approx([60.0] * cores)  # no core idle, none late
     assert len({s.seed for s in shards}) == len(shards)
+
+
+@pytest.mark.parametrize(("cores", "per_core"), [(1, 2), (2, 2), (4, 2), (3, 1), (2, 3)])
+@pytest.mark.parametrize("fraction", [0.0, 0.02, 0.3, 0.5, 1.0])
+def test_a_later_wave_gives_the_generate_engine_its_fraction_and_fills_every_core(
+        cores: int, per_core: int, fraction: float) -> None:
+    c = Campaign(budget=60, shards_per_core=per_core)
+    shards = plan_shards(c, cores, budget=48, generate_fraction=fraction, first_index=10)
+    gen = sum(s.budget for s in shards if s.engine == "generate")
+    assert gen == pytest.approx(fraction * cores * 48)
+    assert _schedule(shards, cores) == pytest.approx([48.0] * cores)
+    assert [s.index for s in shards] == list(range(10, 10 + len(shards)))
+    first = plan_shards(c, cores, budget=12)
+    assert not {s.seed for s in first} & {s.seed for s in shards}  # a new wave, new cases
+
+
+def _result(engine: str, cpu: float, *sigs: str) -> ShardResult:
+    f = [Finding(sig, "exception", "", engine, "reference", 0, 0, "payload", {}, (b"I",)) for sig in sigs]
+    return ShardResult(0, engine, 0, cases=1, seconds=cpu, cpu_seconds=cpu, findings=tuple(f))
+
+
+def test_the_generate_share_follows_its_yield_within_floor_and_cap() -> None:
+    c = Campaign(budget=60, generate_floor=0.05, generate_cap=0.6)
+    # 2 signatures in 4 CPU s against 1 in 20 CPU s: yields 0.5 and 0.05 -> 91%, capped
+    waves = [_result("generate", 4.0, "a", "b"), _result("mutate", 10.0, "a"), _result("mutate", 10.0)]
+    assert engine_yield(waves) == pytest.approx({"generate": 0.5, "mutate": 0.05})
+    assert generate_fraction(c, waves) == 0.6
+    # equal yields: half each
+    assert generate_fraction(c, [_result("generate", 2.0, "x"), _result("mutate", 2.0, "y")]) == pytest.approx(0.5)
+    # a yield 9 times the other's: a tenth
+    assert generate_fraction(c, [_result("generate", 9.0, "x"), _result("mutate", 1.0, "y")]) == pytest.approx(0.1)
+    # nothing found by either, or only mutate finds: the floor
+    assert generate_fraction(c, [_result("generate", 2.0), _result("mutate", 20.0)]) == 0.05
+    assert generate_fraction(c, [_result("generate", 2.0), _result("mutate", 20.0, "z")]) == 0.05
+    assert adaptive(Campaign(budget=60)) and not adaptive(Campaign(budget=60, engines=("mutate",)))
+    assert not adaptive(Campaign(budget=60, cases=100)) and not adaptive(Campaign(budget=10))
+    with pytest.raises(ValueError, match="generate_floor"):
+        Campaign(generate_floor=0.7, generate_cap=0.5)
 
 
 def test_plan_spreads_engines_and_budget() -> None:

@@ -152,3 +152,24 @@ def test_the_main_job_prints_no_spark_or_jvm_notices(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     # stderr is the job's own progress; Spark's and the JVM's start-up chatter is not
     assert [line for line in proc.stderr.splitlines() if not line.startswith("[fuzz]")] == []
+
+
+def test_a_timed_campaign_of_both_engines_runs_two_waves(spark_local: Any, tmp_path: Path) -> None:
+    """Both engines on a time budget: a first wave measures the yields, the second gives the
+    generate engine its share (the floor: against the reference neither engine finds
+    anything), and the summary says so."""
+    from pgwire_spec.fuzz.spark import format_report, run_campaign
+
+    c = Campaign(name="waves", engines=("mutate", "generate"), corpus=("builtin",), seed=3, budget=10,
+                 explore=0.5, shards_per_core=1, generate_floor=0.05)
+    lines: list[str] = []
+    report = run_campaign(c, spark=spark_local, out=tmp_path, say=lines.append)
+    assert any("wave 2" in ln and "generate engine gets 5%" in ln for ln in lines), lines
+    assert report.generate_fraction == pytest.approx(0.05)
+    first = plan_shards(c, 2, budget=5)
+    second = [s for s in report.shards if s.index >= len(first)]
+    assert second and {s.engine for s in second} == {"generate", "mutate"}
+    gen2 = [s for s in second if s.engine == "generate"]
+    assert len(gen2) == 1 and gen2[0].seconds < 2.5  # 5% of 2 cores × 5 s = 0.5 s, plus its start
+    assert json.loads((tmp_path / "summary.json").read_text())["generate_fraction"] == 0.05
+    assert "second wave: the generate engine had 5%" in format_report(report)
