@@ -312,8 +312,11 @@ def plan_shards(campaign: Campaign, cores: int, *, budget: float | None = None,
             timed.append((t, c, engine, seconds))
             t += seconds
     timed.sort(key=lambda x: (round(x[0], 6), x[1]))
+    # with a case count the budget is only a safety limit, the same for every shard (a
+    # slow engine's shard must not stop short of its cases on a busy machine)
     return [
-        Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine), seconds, campaign.cases)
+        Shard(campaign, i, engine, derive_seed(campaign.seed, "shard", i, engine),
+              seconds if campaign.cases is None else total, campaign.cases)
         for i, (_, _, engine, seconds) in enumerate(timed, start=first_index)
     ]
 
