@@ -17,6 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="command of a subprocess adapter speaking the JSON-lines contract")
     p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
     p.add_argument("--strict", action="store_true", help="also run the SHOULD cases (and count them)")
+    p.add_argument("--claim", metavar="PROFILE",
+                   help="judge the decoder on this capability profile instead of the one it declares: 'all', or "
+                        "words like 'protocol=1,2 streaming=off two-phase=no binary=no messages=yes origin=yes "
+                        "level=message' (left out: not claimed); the exit status says whether it conforms")
+    p.add_argument("--discover", action="store_true",
+                   help="also run the cases outside the claimed profile, show per capability what the decoder "
+                        "passes there, and propose the largest profile it conforms to")
     p.add_argument("--fixtures", metavar="DIR",
                    help="golden fixtures directory (default: the golden corpus: $PGWIRE_SPEC_FIXTURES, the "
                    "checkout's fixtures/, or the copy installed with the package; named on stderr)")
@@ -35,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..conformance import (
+        Profile,
+        ProfileError,
         collect_cases,
         open_command,
         open_decoder,
@@ -49,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"pgwire-spec conform: error: unknown source {bad[0]!r} (expected {', '.join(_SOURCES)})",
               file=sys.stderr)
         return 2
+    claim = None
+    if args.claim is not None:
+        try:
+            claim = Profile.parse(args.claim)
+        except ProfileError as exc:
+            print(f"pgwire-spec conform: error: {exc}", file=sys.stderr)
+            return 2
     # the decoder first: a wrong name or command fails before the cases are built
     adapter = None
     if not args.list:
@@ -84,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\r  {n}/{total} cases", end="" if n < total else "\n", file=sys.stderr, flush=True)
 
     with adapter:
-        result = run_cases(adapter, cases, strict=args.strict, progress=progress)
+        result = run_cases(adapter, cases, strict=args.strict, profile=claim, run_all=args.discover,
+                           progress=progress)
     print_summary(result, sys.stdout, verbose=args.verbose)
     if args.report:
         paths = write_reports(result, args.report)

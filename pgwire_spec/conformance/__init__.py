@@ -4,7 +4,10 @@ A decoder plugs in through the adapter contract (spec/adapter-contract.md): in p
 with a Python function, or as a subprocess speaking JSON lines. The suite's cases come
 from the golden fixtures, the built-in seed streams, generated valid streams and malformed
 streams with their expected rule; each has a stable id, a description, the docs section it
-tests and a level (MUST, or SHOULD: run with ``strict=True``).
+tests and a level (MUST, or SHOULD: run with ``strict=True``). A decoder declares a
+capability :class:`Profile` (protocol versions, streaming, two-phase, binary, logical
+messages, origin, and level ``message`` or ``stream``); only the cases inside it are run,
+the rest are "not claimed", and the verdict is whether it conforms to its profile.
 
     from pgwire_spec.conformance import collect_cases, open_decoder, run_cases
     with open_decoder("pypgoutput") as adapter:
@@ -19,25 +22,37 @@ from .adapter import (
     AdapterError,
     CaseResult,
     FunctionAdapter,
+    Skip,
     SubprocessAdapter,
     serve,
 )
 from .adapters import DECODERS, open_command, open_decoder
 from .cases import Case, ExpectedError, collect_cases
+from .profile import Needs, Profile, ProfileError
 from .report import print_summary, summary_line, write_reports
 from .runner import RunResult, Verdict, judge, run_cases
+from .verdicts import CapabilityRow, Defect, capability_rows, defects, discover
 
 __all__ = [
     "Adapter",
     "AdapterError",
     "CaseResult",
     "FunctionAdapter",
+    "Skip",
     "SubprocessAdapter",
     "serve",
     "DECODERS",
     "open_decoder",
     "open_command",
     "Case",
+    "Profile",
+    "ProfileError",
+    "Needs",
+    "CapabilityRow",
+    "Defect",
+    "capability_rows",
+    "defects",
+    "discover",
     "ExpectedError",
     "collect_cases",
     "RunResult",

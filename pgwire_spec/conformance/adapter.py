@@ -6,10 +6,14 @@ Two ways in:
   *context* is the decoding context (a dict), *payloads* the payload bytes, and *results*
   one entry per payload decoded, ending at the first rejection:
   ``{"message": <JSON form>}`` or ``{"error": {"message": text, "rule": optional}}``;
-  an extra ``{"error": …}`` after the last payload reports a bad end of stream. Wrap it
-  in :class:`FunctionAdapter`, or serve it over JSON lines with :func:`serve`.
+  an extra ``{"error": …}`` after the last payload reports a bad end of stream; raising
+  :class:`Skip` says the decoder cannot be configured for this case at all. Its capability
+  profile (:class:`~.profile.Profile`) is the function's ``profile`` attribute (a Profile or
+  its JSON form). Wrap it in :class:`FunctionAdapter`, or serve it over JSON lines with
+  :func:`serve`.
 * **subprocess** (any language): a persistent process reading one JSON request per line
-  on stdin and answering one JSON line per request on stdout; see :class:`SubprocessAdapter`.
+  on stdin and answering one JSON line per request on stdout; its hello line may carry its
+  ``profile``; see :class:`SubprocessAdapter`.
 
 An adapter that crashes or exceeds the per-case timeout fails that case and is restarted.
 """
@@ -30,11 +34,14 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..errors import PgWireError
+from .profile import Profile, ProfileError
 
 __all__ = [
     "CONTRACT_VERSION",
     "AdapterError",
     "AdapterCrash",
+    "Skip",
+    "profile_of",
     "CaseResult",
     "Adapter",
     "FunctionAdapter",
@@ -63,6 +70,26 @@ class AdapterCrash(PgWireError):
         super().__init__(f"{what}{': ' + detail if detail else ''}")
 
 
+class Skip(Exception):  # noqa: N818 - raised by a decoder's function, read as "skip this case"
+    """Raised by an in-process ``decode_case`` for a case it cannot be configured for at all
+    (the same as a subprocess adapter's ``{"skip": reason}``); the reason is shown."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def profile_of(obj: Any, where: str) -> Profile | None:
+    """A declared profile (a :class:`Profile` or its JSON form), ``None`` when undeclared;
+    :class:`AdapterError` naming *where* it was declared when it cannot be read."""
+    if obj is None:
+        return None
+    try:
+        return Profile.from_json(obj() if callable(obj) else obj)
+    except ProfileError as exc:
+        raise AdapterError(f"{where}: {exc}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class CaseResult:
     """An adapter's answer to one case: the result entries, or why there are none."""
@@ -74,10 +101,13 @@ class CaseResult:
 
 
 class Adapter:
-    """A decoder under test. ``name``/``version`` come from the adapter's hello."""
+    """A decoder under test. ``name``/``version`` (and ``profile``) come from the adapter's
+    hello; ``profile`` is ``None`` when the adapter declares none (then it is judged on
+    everything)."""
 
     name: str = "adapter"
     version: str = ""
+    profile: Profile | None = None
 
     def run(self, request: Mapping[str, Any]) -> CaseResult:
         """Run one case request (``{"id", "context", "payloads": [hex…]}``)."""
@@ -114,11 +144,13 @@ class FunctionAdapter(Adapter):
     """
 
     def __init__(self, decode_case: DecodeCase, name: str = "python", version: str = "",
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, profile: Profile | Mapping[str, Any] | None = None) -> None:
         self.decode_case = decode_case
         self.name = name
         self.version = version
         self.timeout = timeout
+        declared = profile if profile is not None else getattr(decode_case, "profile", None)
+        self.profile = profile_of(declared, f"the profile of {name}")
 
     def run(self, request: Mapping[str, Any]) -> CaseResult:
         payloads = [bytes.fromhex(h) for h in request["payloads"]]
@@ -139,6 +171,8 @@ class FunctionAdapter(Adapter):
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, old)
             return CaseResult(_check_results(list(answer)), seconds=time.perf_counter() - t0)
+        except Skip as exc:
+            return CaseResult(skip=exc.reason, seconds=time.perf_counter() - t0)
         except _Alarm:
             return CaseResult(crash=f"timeout: no answer within {self.timeout:g} s",
                               seconds=time.perf_counter() - t0)
@@ -212,6 +246,11 @@ class SubprocessAdapter(Adapter):
             )
         self.name = str(hello.get("name", self.name))
         self.version = str(hello.get("version", ""))
+        try:
+            self.profile = profile_of(hello.get("profile"), f"adapter {self.name}'s hello")
+        except AdapterError:
+            self._kill()
+            raise
 
     def _stderr_tail(self, limit: int = 600) -> str:
         if self._log is None:
@@ -317,12 +356,20 @@ class SubprocessAdapter(Adapter):
 
 
 def serve(decode_case: DecodeCase, *, name: str, version: str = "",
+          profile: Profile | Mapping[str, Any] | None = None,
           stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Serve *decode_case* over the JSON-lines contract on stdin/stdout (for Python
-    decoders that should run out of process). Returns when stdin closes."""
+    decoders that should run out of process). The hello carries *profile* (else the
+    function's ``profile`` attribute, if any); :class:`Skip` becomes a ``skip`` answer.
+    Returns when stdin closes."""
     inp = stdin or sys.stdin
     out = stdout or sys.stdout
-    out.write(json.dumps({"contract": CONTRACT_VERSION, "name": name, "version": version}) + "\n")
+    declared = profile_of(profile if profile is not None else getattr(decode_case, "profile", None),
+                          f"the profile of {name}")
+    hello: dict[str, Any] = {"contract": CONTRACT_VERSION, "name": name, "version": version}
+    if declared is not None:
+        hello["profile"] = declared.to_json()
+    out.write(json.dumps(hello) + "\n")
     out.flush()
     for line in inp:
         if not line.strip():
@@ -332,6 +379,8 @@ def serve(decode_case: DecodeCase, *, name: str, version: str = "",
         try:
             results = list(decode_case(req["context"], payloads))
             answer: dict[str, Any] = {"id": req["id"], "results": results}
+        except Skip as exc:
+            answer = {"id": req["id"], "skip": exc.reason}
         except Exception as exc:  # noqa: BLE001 - reported to the runner as the decoder's crash
             answer = {"id": req["id"], "results": [
                 {"error": {"message": f"adapter crashed: {type(exc).__name__}: {exc}", "crash": True}}

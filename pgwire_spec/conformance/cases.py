@@ -37,6 +37,7 @@ from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
 from .adapters.reference import decode_case as reference_results
+from .profile import Needs
 
 __all__ = [
     "Level",
@@ -49,6 +50,7 @@ __all__ = [
     "kind_of",
     "section_of",
     "level_of_rule",
+    "layer_of_rule",
     "builtin_cases",
     "fixture_cases",
     "generated_cases",
@@ -118,6 +120,35 @@ class Case:
             return (Check(i, kind),)
         return tuple(Check(i, kind_of(self.payloads[i])) for i in self.checked)
 
+    @property
+    def needs(self) -> Needs:
+        """The smallest capability profile this case belongs to (:mod:`.profile`): its
+        context's options, the options its messages need in the protocol catalogue, binary
+        values in its tuples, Origin messages, and for a malformed case the layer of its
+        rule (``bytes``: message level, else stream level)."""
+        ctx = self.context
+        streaming = str(ctx.get("streaming", "off"))
+        two_phase = bool(ctx.get("two_phase", False))
+        messages = bool(ctx.get("messages", False))
+        origin = False
+        for payload in self.payloads:
+            if not payload:
+                continue
+            tag = chr(payload[0])
+            origin = origin or tag == _ORIGIN_TAG
+            for option in _NEEDS.get(tag, (0, ()))[1]:
+                if option == "streaming" and streaming == "off":
+                    streaming = "on"
+                elif option == "two_phase":
+                    two_phase = True
+                elif option == "messages":
+                    messages = True
+        binary = bool(ctx.get("binary", False)) or _has_binary_value(self.expected)
+        stream_level = self.error is not None and (
+            self.error.index >= len(self.payloads) or layer_of_rule(self.error.rule) != "bytes")
+        return Needs(self.protocol_version, streaming, two_phase, binary, messages, origin,
+                     "stream" if stream_level else "message")
+
     def request(self) -> dict[str, Any]:
         """The case as the adapter contract sends it (spec/adapter-contract.md)."""
         return {
@@ -125,6 +156,22 @@ class Case:
             "context": dict(self.context),
             "payloads": [p.hex() for p in self.payloads],
         }
+
+
+#: tag -> (protocol version, options) of the messages a server sends only when asked.
+_NEEDS = _pg_catalogue.NEEDS
+#: The Origin message is sent whatever the options (pgoutput.c, pgoutput_begin_txn): a
+#: decoder claims it as a capability of its own.
+_ORIGIN_TAG = _pg_catalogue.ENTRIES["Origin"].tag
+
+
+def _has_binary_value(expected: Iterable[Mapping[str, Any]]) -> bool:
+    for msg in expected:
+        for key in ("new_tuple", "old_tuple"):
+            tup = msg.get(key)
+            if tup and any(isinstance(v, Mapping) and v.get("kind") == "b" for v in tup):
+                return True
+    return False
 
 
 # -- naming -----------------------------------------------------------------------------------
@@ -194,6 +241,15 @@ def level_of_rule(rule: str) -> Level:
     if level in ("MUST", "SHOULD"):
         return level  # type: ignore[no-any-return]
     return "SHOULD" if rule in _SHOULD_RULES else "MUST"
+
+
+def layer_of_rule(rule: str) -> str:
+    """The layer of *rule* in ``spec/rules.yaml``: ``bytes`` (one payload is not a message:
+    a stateless decoder can see it), ``sequence`` (a message that may not come here: only a
+    consumer that tracks the stream can) or ``walsender``; a rule the catalogue does not
+    know is taken as ``sequence``."""
+    layer = _rules_catalogue().get(rule, {}).get("layer")
+    return layer if isinstance(layer, str) else "sequence"
 
 
 _CATALOGUE: dict[str, dict[str, Any]] | None = None

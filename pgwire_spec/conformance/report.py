@@ -1,8 +1,11 @@
 """Conformance reports: a terminal summary, JUnit XML, a JSON index and one HTML file.
 
-The HTML report is self-contained (inline CSS, no script, no external resource): a matrix
-of message kind × protocol version with the judged payloads passed/total per cell, then
-every failure with its hex payloads, the expected and the actual answer.
+Each gives the verdict per capability of the claimed profile (one line, test case or row
+per capability, :mod:`.verdicts`) and the distinct defects with their smallest example.
+The HTML report is self-contained (inline CSS, no script, no external resource): the
+capability table, the defects, a matrix of message kind × protocol version with the judged
+payloads passed/total per cell, then every failure with its hex payloads, the expected and
+the actual answer.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import IO, Any
 from xml.etree import ElementTree as ET
 
 from ..pgoutput.messages import MESSAGE_TYPES
+from .profile import Profile
 from .runner import RunResult, Verdict
+from .verdicts import CapabilityRow, Defect, capability_rows, defects, discover
 
 __all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index"]
 
@@ -26,31 +31,89 @@ _HTML_FAILURES = 1000
 
 
 def summary_line(result: RunResult) -> str:
-    """``N passed, N failed, N skipped`` (the terminal summary's last line)."""
+    """``N passed, N failed, N skipped`` (the terminal summary's last line), then ``, N not
+    claimed`` when cases fell outside the claimed profile."""
+    unclaimed = result.count("not claimed")
     return (f"{result.count('passed')} passed, {result.count('failed')} failed, "
-            f"{result.count('skipped')} skipped")
+            f"{result.count('skipped')} skipped" + (f", {unclaimed} not claimed" if unclaimed else ""))
+
+
+def profile_origin(result: RunResult) -> str:
+    """Where the judged profile came from."""
+    if result.profile_source == "default":
+        return "no profile declared: judged on everything"
+    if result.profile_source == "declared":
+        return "declared by the decoder"
+    return "claimed on the command line" + (
+        f"; the decoder declares {result.declared.label()}" if result.declared is not None else "")
+
+
+def verdict_line(result: RunResult) -> str:
+    """``conforms to its profile (…)`` or ``does not conform …``."""
+    what = f"profile ({result.profile.label()})"
+    if result.ok:
+        return f"conforms to its {what}"
+    failed = sum(1 for v in result.must_failed) + sum(
+        1 for v in result.verdicts if v.claimed and v.status == "failed" and v.case.level == "SHOULD")
+    return f"does not conform to its {what}: {failed} claimed case(s) not passed"
+
+
+def _example_lines(d: Defect, indent: str = "       ") -> list[str]:
+    v = d.example
+    lines = [f"{indent}smallest: {v.case.id} ({json.dumps(dict(v.case.context), separators=(',', ':'))})"]
+    for i, p in enumerate(v.case.payloads):
+        h = p.hex()
+        lines.append(f"{indent}{'>>' if i == v.index else '  '} #{i} {h if len(h) <= 96 else h[:95] + '…'}")
+    lines.append(f"{indent}expected: {_one_line(json.dumps(v.expected), 160)}")
+    lines.append(f"{indent}actual:   {_one_line(json.dumps(v.actual), 160)}")
+    return lines
 
 
 def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> None:
-    """The terminal summary: per source and level, the first failures, then the count line."""
+    """The terminal summary: the profile, one line per capability, the distinct defects
+    with their smallest example, per source and level, the first failures, the verdict and
+    the count line."""
     out.write(f"decoder: {result.decoder} {result.version}".rstrip() + "\n")
-    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    out.write(f"profile: {result.profile.label()} ({profile_origin(result)})\n")
+    out.write("capabilities:\n")
+    for row in capability_rows(result):
+        out.write(f"  {row.name:<19} {row.status:<12} {row.text()}\n")
+    if result.run_all:
+        found = discover(result)
+        out.write("discovered: " + (f"the largest profile it conforms to is {found.label()}\n"
+                                    f"  --claim \"{found.spec()}\"\n" if found is not None
+                                    else "it conforms to no profile (every profile holds a failing case)\n"))
+    claimed_failed = [v for v in result.verdicts if v.status == "failed" and v.claimed]
+    found_defects = defects(claimed_failed)
+    if found_defects:
+        out.write(f"defects ({len(found_defects)} distinct, in {len(claimed_failed)} failed cases):\n")
+        shown = found_defects if verbose else found_defects[:_MAX_SHOWN]
+        for n, d in enumerate(shown, 1):
+            out.write(f"  {n:2d}. {d.title} ({d.count:,} case{'s' if d.count != 1 else ''})\n")
+            for line in _example_lines(d):
+                out.write(line + "\n")
+        if len(found_defects) > len(shown):
+            out.write(f"  … and {len(found_defects) - len(shown)} more (see the report)\n")
+    skips = _skip_reasons([v for v in result.verdicts if v.claimed], result.profile)
+    if skips:
+        out.write("skipped:\n")
+        for reason, n in list(skips.items())[:_MAX_SHOWN]:
+            out.write(f"  {n:6d} × {reason}\n")
+    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for v in result.verdicts:
         row = by[(v.case.source, v.case.level)]
-        row[("passed", "failed", "skipped").index(v.status)] += 1
-    for (source, level), (p, f, s) in sorted(by.items()):
-        out.write(f"  {source:<10} {level:<6} {p:6d} passed {f:6d} failed {s:6d} skipped\n")
-    failed = [v for v in result.verdicts if v.status == "failed"]
+        row[3 if not v.claimed else ("passed", "failed", "skipped").index(v.status)] += 1
+    for (source, level), (p, f, s, u) in sorted(by.items()):
+        out.write(f"  {source:<10} {level:<6} {p:6d} passed {f:6d} failed {s:6d} skipped"
+                  + (f" {u:6d} not claimed" if u else "") + "\n")
+    failed = claimed_failed
     if failed:
         out.write("failures:\n")
         for v in failed[: len(failed) if verbose else _MAX_SHOWN]:
             out.write(f"  FAIL [{v.case.level}] {v.case.id}: {_one_line(v.reason)}\n")
         if not verbose and len(failed) > _MAX_SHOWN:
             out.write(f"  … and {len(failed) - _MAX_SHOWN} more (see the report)\n")
-    if failed:
-        out.write("most frequent failures:\n")
-        for reason, n in _gists(failed)[:10]:
-            out.write(f"  {n:6d} × {reason}\n")
+    out.write(verdict_line(result) + "\n")
     out.write(summary_line(result) + "\n")
 
 
@@ -83,7 +146,7 @@ def matrix(result: RunResult) -> tuple[list[str], list[int], dict[tuple[str, int
     checks."""
     cells: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
     for v in result.verdicts:
-        if v.status == "skipped":
+        if v.status == "skipped" or not v.claimed:
             continue
         for kind, pv, ok in v.checks:
             cell = cells[(kind, pv)]
@@ -93,6 +156,20 @@ def matrix(result: RunResult) -> tuple[list[str], list[int], dict[tuple[str, int
     kinds = sorted({k for k, _ in cells}, key=lambda k: (order.index(k) if k in order else len(order), k))
     versions = sorted({pv for _, pv in cells} | {1, 2, 3, 4})
     return kinds, versions, dict(cells)
+
+
+def _row_json(row: CapabilityRow) -> dict[str, Any]:
+    return {"capability": row.name, "claimed": row.claimed, "status": row.status, "text": row.text(),
+            "passed": row.passed, "failed": row.failed, "skipped": row.skipped, "not_claimed": row.unclaimed,
+            "outside_passed": row.outside_passed, "outside_failed": row.outside_failed}
+
+
+def _defect_json(d: Defect) -> dict[str, Any]:
+    v = d.example
+    return {"kind": d.kind, "what": d.what, "rule": d.rule, "cases": d.count,
+            "example": {"id": v.case.id, "context": dict(v.case.context),
+                        "payloads": [p.hex() for p in v.case.payloads], "index": v.index,
+                        "reason": v.reason, "expected": v.expected, "actual": v.actual}}
 
 
 def _verdict_json(v: Verdict) -> dict[str, Any]:
@@ -113,16 +190,21 @@ def _verdict_json(v: Verdict) -> dict[str, Any]:
 
 def _groups(result: RunResult) -> dict[str, dict[str, int]]:
     """Cases per group (source and level) and status."""
-    out: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0})
+    out: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"passed": 0, "failed": 0, "skipped": 0, "not claimed": 0})
     for v in result.verdicts:
-        out[f"{v.case.source}/{v.case.level}"][v.status] += 1
+        out[f"{v.case.source}/{v.case.level}"][v.status if v.claimed else "not claimed"] += 1
     return dict(out)
 
 
-def _skip_reasons(verdicts: list[Verdict]) -> dict[str, int]:
+def _skip_reasons(verdicts: list[Verdict], profile: Profile) -> dict[str, int]:
+    """Skipped and not claimed cases (run anyway or not), counted per reason."""
     reasons: dict[str, int] = defaultdict(int)
     for v in verdicts:
-        if v.status == "skipped":
+        if not v.claimed:
+            needs = v.needs if v.needs is not None else v.case.needs
+            reasons[f"not claimed: needs {', '.join(profile.missing(needs))}"] += 1
+        elif v.status == "skipped":
             reasons[_one_line(v.reason, 300)] += 1
     return dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
 
@@ -137,42 +219,80 @@ def index(result: RunResult) -> dict[str, Any]:
         "version": result.version,
         "strict": result.strict,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "summary": {s: result.count(s) for s in ("passed", "failed", "skipped")},
+        "summary": {s: result.count(s) for s in ("passed", "failed", "skipped", "not claimed")},
         "ok": result.ok,
+        "profile": {"judged": result.profile.to_json(), "label": result.profile.label(),
+                    "origin": profile_origin(result),
+                    "declared": None if result.declared is None else result.declared.to_json()},
+        "verdict": verdict_line(result),
+        "capabilities": [_row_json(r) for r in capability_rows(result)],
+        "defects": [_defect_json(d) for d in defects(v for v in result.verdicts if v.claimed)],
+        **({"discovered": _discovered_json(result)} if result.run_all else {}),
         "seconds": round(result.seconds, 3),
         "matrix": {k: {str(pv): cells.get((k, pv), [0, 0]) for pv in versions} for k in kinds},
         "groups": _groups(result),
-        "skipped": _skip_reasons(result.verdicts),
+        "skipped": _skip_reasons(result.verdicts, result.profile),
         "failures": [_verdict_json(v) for v in result.verdicts if v.status == "failed"],
     }
 
 
+def _discovered_json(result: RunResult) -> dict[str, Any] | None:
+    found = discover(result)
+    return None if found is None else {"profile": found.to_json(), "label": found.label(), "claim": found.spec()}
+
+
+def _junit_profile(result: RunResult, suites: ET.Element) -> None:
+    """A suite with one test case per capability (failed: its claimed cases did not all
+    pass; skipped: not claimed), and one per distinct defect."""
+    rows = capability_rows(result)
+    suite = ET.SubElement(
+        suites, "testsuite", name=f"{result.decoder}.profile", tests=str(len(rows)),
+        failures=str(sum(r.status == "fails" for r in rows)),
+        skipped=str(sum(r.status == "not claimed" for r in rows)),
+    )
+    ET.SubElement(ET.SubElement(suite, "properties"), "property", name="profile", value=result.profile.spec())
+    for row in rows:
+        tc = ET.SubElement(suite, "testcase", classname="profile", name=f"{row.name}: {row.text()}")
+        if row.status == "fails":
+            ET.SubElement(tc, "failure", message=f"{row.name}: {row.text()}")
+        elif row.status == "not claimed":
+            ET.SubElement(tc, "skipped", message=f"{row.name}: {row.text()}")
+    found = defects(v for v in result.verdicts if v.claimed)
+    dsuite = ET.SubElement(suites, "testsuite", name=f"{result.decoder}.defects", tests=str(len(found)),
+                           failures=str(len(found)), skipped="0")
+    for d in found:
+        tc = ET.SubElement(dsuite, "testcase", classname="defect", name=f"{d.title} ({d.count} cases)")
+        node = ET.SubElement(tc, "failure", message=d.title)
+        node.text = "\n".join(line.strip() for line in _example_lines(d, ""))
+
+
 def _junit(result: RunResult) -> ET.Element:
     suites = ET.Element("testsuites", name=f"pgwire-spec conform {result.decoder}")
+    _junit_profile(result, suites)
     groups: dict[str, list[Verdict]] = defaultdict(list)
     for v in result.verdicts:
         groups[v.case.source].append(v)
     for source, verdicts in groups.items():
         suite = ET.SubElement(
             suites, "testsuite", name=f"{result.decoder}.{source}", tests=str(len(verdicts)),
-            failures=str(sum(v.status == "failed" for v in verdicts)),
-            skipped=str(sum(v.status == "skipped" for v in verdicts)),
+            failures=str(sum(v.status == "failed" and v.claimed for v in verdicts)),
+            skipped=str(sum(v.status == "skipped" or not v.claimed for v in verdicts)),
             time=f"{sum(v.seconds for v in verdicts):.3f}",
         )
         # failures one by one; passes and skips as one test case per level and reason, so
         # that a passing run of 96k cases is a few lines, not megabytes
         for v in verdicts:
-            if v.status == "failed":
+            if v.status == "failed" and v.claimed:
                 tc = ET.SubElement(suite, "testcase", classname=f"{source}.{v.case.level}", name=v.case.id,
                                    time=f"{v.seconds:.6f}")
                 node = ET.SubElement(tc, "failure", message=_one_line(v.reason, 500))
                 node.text = _failure_text(v)
         for level in sorted({v.case.level for v in verdicts}):
-            passed = [v for v in verdicts if v.case.level == level and v.status == "passed"]
+            passed = [v for v in verdicts if v.case.level == level and v.status == "passed" and v.claimed]
             if passed:
                 ET.SubElement(suite, "testcase", classname=f"{source}.{level}",
                               name=f"{len(passed)} {level} cases passed", time=f"{sum(v.seconds for v in passed):.3f}")
-        for reason, count in _skip_reasons(verdicts).items():
+        for reason, count in _skip_reasons(verdicts, result.profile).items():
             tc = ET.SubElement(suite, "testcase", classname=f"{source}.skipped", name=f"{count} cases: {reason}")
             ET.SubElement(tc, "skipped", message=reason)
     return suites
@@ -197,7 +317,42 @@ td.ok{background:#d9f2d9} td.bad{background:#f8d0d0} td.part{background:#fbe9c0}
 .sum{font-size:1.1em;margin:1em 0} .fail{border:1px solid #e3b4b4;border-radius:4px;margin:1em 0;padding:.5em 1em}
 .fail h3{font-size:1em;margin:.2em 0} pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .hl{background:#ffe08a} .lvl{font-size:.8em;padding:1px 5px;border-radius:3px;background:#eee}
+table.caps td{text-align:left} td.na{background:#eee;color:#666}
 """
+
+
+def _html_profile(result: RunResult) -> str:
+    esc = html.escape
+    rows = []
+    for row in capability_rows(result):
+        cls = {"conforms": "ok", "fails": "bad", "not claimed": "na"}.get(row.status, "none")
+        rows.append(f'<tr><td class="k">{esc(row.name)}</td><td>{"yes" if row.claimed else "no"}</td>'
+                    f'<td class="{cls}">{esc(row.status)}</td><td>{esc(row.text())}</td></tr>')
+    found = defects(v for v in result.verdicts if v.claimed)
+    items = []
+    for d in found:
+        v = d.example
+        hexes = "\n".join(
+            f'<span class="hl">{esc(f"#{i} {p.hex()}")}</span>' if i == v.index else esc(f"#{i} {p.hex()}")
+            for i, p in enumerate(v.case.payloads))
+        items.append(
+            f'<div class="fail defect"><h3>{esc(d.title)} <span class="lvl">{d.count:,} case(s)</span></h3>'
+            f"<div>smallest: {esc(v.case.id)} — context <code>{esc(json.dumps(dict(v.case.context)))}</code></div>"
+            f"<pre>{hexes}</pre><div>expected <code>{esc(_one_line(json.dumps(v.expected), 400))}</code></div>"
+            f"<div>actual <code>{esc(_one_line(json.dumps(v.actual), 400))}</code></div></div>")
+    discovered = ""
+    if result.run_all:
+        found_profile = discover(result)
+        discovered = ("<p>Discovered: the largest profile it conforms to is <b>"
+                      f"{esc(found_profile.label())}</b> (<code>--claim \"{esc(found_profile.spec())}\"</code>).</p>"
+                      if found_profile is not None else "<p>Discovered: it conforms to no profile.</p>")
+    return (
+        f"<h2>Profile: {esc(result.profile.label())}</h2>"
+        f"<p>{esc(profile_origin(result))}. <b>{esc(verdict_line(result))}</b>.</p>{discovered}"
+        '<table class="m caps"><tr><th>capability</th><th>claimed</th><th>verdict</th><th>cases</th></tr>'
+        f'{"".join(rows)}</table>'
+        f"<h2>Defects ({len(found)} distinct)</h2>{''.join(items) or '<p>none</p>'}"
+    )
 
 
 def _html(result: RunResult) -> str:
@@ -213,7 +368,7 @@ def _html(result: RunResult) -> str:
         rows.append("<tr>" + "".join(tds) + "</tr>")
     head = "".join(f"<th>protocol {pv}</th>" for pv in versions)
     failures = []
-    failed = [x for x in result.verdicts if x.status == "failed"]
+    failed = [x for x in result.verdicts if x.status == "failed" and x.claimed]
     for v in failed[:_HTML_FAILURES]:
         hexes = []
         for i, p in enumerate(v.case.payloads):
@@ -236,7 +391,8 @@ def _html(result: RunResult) -> str:
         f'<div class="sum">{esc(summary_line(result))} — '
         f"{'every MUST case passed' if not result.must_failed else f'{len(result.must_failed)} MUST case(s) not passed'}"
         f"{' (strict)' if result.strict else ''}</div>"
-        "<h2>Message kind × protocol version (payloads judged: passed/total)</h2>"
+        + _html_profile(result)
+        + "<h2>Message kind × protocol version (payloads judged: passed/total)</h2>"
         f'<table class="m"><tr><th>message</th>{head}</tr>{"".join(rows)}</table>'
         f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
         f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"

@@ -1,18 +1,26 @@
-"""Run conformance cases against an adapter and judge each answer."""
+"""Run conformance cases against an adapter and judge each answer.
+
+Only the cases inside the decoder's claimed :class:`~.profile.Profile` are run (its
+declared profile, or ``profile=`` given by the caller, e.g. ``--claim``); the others are
+"not claimed", never failures. ``run_all=True`` runs them too (``--discover``), still
+marked as outside the claim.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from typing import Any, Literal
 
 from .adapter import Adapter, CaseResult
 from .cases import Case, kind_of
+from .profile import Needs, Profile
 
 __all__ = ["Status", "Verdict", "RunResult", "judge", "run_cases", "first_difference"]
 
-Status = Literal["passed", "failed", "skipped"]
+Status = Literal["passed", "failed", "skipped", "not claimed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,30 +40,47 @@ class Verdict:
     actual: Any = None
     checks: tuple[tuple[str, int, bool], ...] = ()
     seconds: float = 0.0
+    #: whether the case is inside the claimed profile (a case outside it is only run
+    #: with ``run_all``; otherwise its status is "not claimed")
+    claimed: bool = True
+    #: what the case needs of a decoder
+    needs: Needs | None = None
 
 
 @dataclass
 class RunResult:
-    """Every verdict of a run, with the adapter's name and version."""
+    """Every verdict of a run, with the adapter's name and version, the profile the run
+    judged (``profile``) and the one the adapter declared (``declared``, ``None``: none)."""
 
     decoder: str
     version: str
     verdicts: list[Verdict] = field(default_factory=list)
     strict: bool = False
     seconds: float = 0.0
+    profile: Profile = field(default_factory=Profile)
+    declared: Profile | None = None
+    run_all: bool = False
+    #: where ``profile`` came from: "given" (by the caller, e.g. --claim), "declared" (by
+    #: the adapter) or "default" (none declared: everything)
+    profile_source: str = "default"
 
     def count(self, status: Status) -> int:
-        return sum(1 for v in self.verdicts if v.status == status)
+        """Cases inside the claim with this status; ``"not claimed"``: the cases outside it."""
+        if status == "not claimed":
+            return sum(1 for v in self.verdicts if not v.claimed)
+        return sum(1 for v in self.verdicts if v.claimed and v.status == status)
 
     @property
     def must_failed(self) -> list[Verdict]:
-        return [v for v in self.verdicts if v.case.level == "MUST" and v.status != "passed"]
+        """Claimed MUST cases that did not pass (failed, or skipped by the adapter)."""
+        return [v for v in self.verdicts if v.claimed and v.case.level == "MUST" and v.status != "passed"]
 
     @property
     def ok(self) -> bool:
-        """True when every MUST case passed (and, with strict, every SHOULD case run)."""
+        """Conforms to the claimed profile: every claimed MUST case passed (and, with strict,
+        no claimed SHOULD case failed)."""
         return not self.must_failed and not any(
-            v.status == "failed" for v in self.verdicts
+            v.claimed and v.status == "failed" for v in self.verdicts
         )
 
 
@@ -99,7 +124,7 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
     if case.level == "SHOULD" and not strict:  # pragma: no cover - filtered before running
         return Verdict(case, "skipped", "SHOULD case (run with --strict)")
     if answer.skip is not None:
-        return Verdict(case, "skipped", f"adapter skipped it: {answer.skip}", seconds=answer.seconds)
+        return Verdict(case, "skipped", f"skipped by the decoder: {answer.skip}", seconds=answer.seconds)
     cells = case.checks
     if answer.crash is not None:
         return Verdict(case, "failed", f"adapter crashed: {answer.crash}", index=None,
@@ -176,17 +201,31 @@ def run_cases(
     cases: Iterable[Case],
     *,
     strict: bool = False,
+    profile: Profile | None = None,
+    run_all: bool = False,
     progress: Callable[[int, int, Verdict], None] | None = None,
 ) -> RunResult:
-    """Run every case (SHOULD cases only with *strict*) and judge the answers."""
+    """Run the cases inside the claimed profile (*profile*, else the adapter's declared one,
+    else everything; SHOULD cases only with *strict*) and judge the answers. With *run_all*
+    the cases outside the claim are run too (to discover what the decoder supports)."""
     todo: Sequence[Case] = list(cases)
-    result = RunResult(adapter.name, adapter.version, strict=strict)
+    declared = adapter.profile
+    claim = profile or declared or Profile()
+    result = RunResult(adapter.name, adapter.version, strict=strict, profile=claim, declared=declared,
+                       run_all=run_all, profile_source="given" if profile else "declared" if declared else "default")
     t0 = time.perf_counter()
     for n, case in enumerate(todo, 1):
-        if case.level == "SHOULD" and not strict:
-            verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)")
+        needs = case.needs
+        missing = claim.missing(needs)
+        if missing and not run_all:
+            verdict = Verdict(case, "not claimed", f"not claimed: needs {', '.join(missing)}",
+                              claimed=False, needs=needs)
+        elif case.level == "SHOULD" and not strict:
+            verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)", claimed=not missing,
+                              needs=needs)
         else:
-            verdict = judge(case, adapter.run(case.request()), strict=strict)
+            verdict = _replace(judge(case, adapter.run(case.request()), strict=strict),
+                               claimed=not missing, needs=needs)
         result.verdicts.append(verdict)
         if progress is not None:
             progress(n, len(todo), verdict)

@@ -44,9 +44,9 @@ def test_junit_index_and_html(tmp_path: Path) -> None:
     paths = write_reports(result, tmp_path / "r")
     root = ET.parse(paths["junit"]).getroot()
     # every failure is a test case of its own; passes are counted per source and level
-    suites = root.findall("testsuite")
+    suites = [s for s in root.findall("testsuite") if not s.get("name", "").endswith((".profile", ".defects"))]
     assert sum(int(s.get("tests", 0)) for s in suites) == len(result.verdicts)
-    assert len(root.findall(".//failure")) == result.count("failed")
+    assert sum(len(s.findall(".//failure")) for s in suites) == result.count("failed")
     counted = [int(tc.get("name", "").split()[0]) for tc in root.findall(".//testcase")
                if tc.get("name", "").endswith("cases passed")]
     assert sum(counted) == result.count("passed")
@@ -54,7 +54,8 @@ def test_junit_index_and_html(tmp_path: Path) -> None:
     assert fail is not None and "unknown message 'S'" in fail.get("message", "")
     assert ">> #0 53" in (fail.text or "")  # the failing payload's hex, marked
     index = json.loads(paths["index"].read_text())
-    assert index["summary"] == {"passed": result.count("passed"), "failed": result.count("failed"), "skipped": 0}
+    assert index["summary"] == {"passed": result.count("passed"), "failed": result.count("failed"), "skipped": 0,
+                                "not claimed": 0}
     assert index["ok"] is False and index["decoder"] == "nostream"
     assert len(index["failures"]) == result.count("failed") and all("payloads" in f for f in index["failures"])
     assert sum(g["passed"] for g in index["groups"].values()) == result.count("passed")
@@ -66,3 +67,13 @@ def test_junit_index_and_html(tmp_path: Path) -> None:
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "http" not in html.split("<body>")[1]
     assert "Message kind × protocol version" in html and "stream/builtin/proto2-streaming" in html
     assert '<span class="hl">#0 53' in html
+    # one row per capability: no profile declared, so every capability is claimed
+    assert "no profile declared: judged on everything" in html
+    assert any(r["capability"] == "streaming on" and r["status"] == "fails" for r in index["capabilities"])
+    assert any(r["capability"] == "protocol 1" and r["status"] == "conforms" for r in index["capabilities"])
+    caps = root.find("testsuite[@name='nostream.profile']")
+    assert caps is not None and any(tc.get("name", "").startswith("streaming on: ") and tc.find("failure") is not None
+                                    for tc in caps.findall("testcase"))
+    # the defects: the missing Stream Start once, with its smallest case
+    titles = [d["kind"] + ": " + d["what"] for d in index["defects"]]
+    assert titles.count("StreamStart: valid message rejected") == 1

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.conformance import open_decoder, run_cases
+from pgwire_spec.conformance import Profile, defects, open_decoder, run_cases
 from pgwire_spec.conformance.cases import builtin_cases, derived_malformed_cases, fixture_cases
 from pgwire_spec.corpus.load import fixtures_root
 
@@ -30,9 +30,15 @@ CASES = _cases()
 
 
 def _verdicts(name: str) -> dict[str, Any]:
+    """Every case, whatever the decoder claims: the facts below include what it lacks."""
     with open_decoder(name, timeout=1.0) as adapter:
-        result = run_cases(adapter, CASES, strict=True)
+        result = run_cases(adapter, CASES, strict=True, profile=Profile())
     return {v.case.id: v for v in result.verdicts}
+
+
+def _declared(name: str) -> Any:
+    with open_decoder(name, timeout=1.0) as adapter:
+        return run_cases(adapter, CASES, strict=True)
 
 
 def test_the_reference_passes_every_case_the_others_are_judged_on() -> None:
@@ -72,3 +78,24 @@ def test_pg_logical_replication_gaps_are_reported_as_facts() -> None:
     # it checks lengths (truncation is rejected) but not the end of a message
     assert v["malformed/derived/truncated/proto1/Commit-cut-10"].status == "passed"
     assert v["malformed/derived/trailing-bytes/proto1/Commit-trailing"].reason.startswith("accepted")
+
+
+def test_pypgoutput_per_profile_defects() -> None:
+    pytest.importorskip("pypgoutput", reason="pypgoutput is not installed (pip install -e .[test])")
+    result = _declared("pypgoutput")
+    assert result.profile.label() == "protocol 1, text, message level" and result.profile_source == "declared"
+    # streaming, binary and the sequence rules are not claimed, so not failures
+    assert result.count("not claimed") > 0
+    assert all(v.needs.protocol_version == 1 and not v.needs.binary for v in result.verdicts if v.claimed)
+    titles = {d.title for d in defects(v for v in result.verdicts if v.claimed)}
+    assert "Commit: trailing-bytes not detected (accepted)" in titles
+    assert any(t.startswith("Type: valid message rejected") for t in titles)
+
+
+@pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
+                    reason="node and npm are needed for pg-logical-replication (Debian: nodejs npm)")
+def test_pg_logical_replication_per_profile_defects() -> None:
+    result = _declared("pg-logical-replication")
+    assert result.profile.label() == "protocol 1, binary, logical messages, origin, message level"
+    titles = {d.title for d in defects(v for v in result.verdicts if v.claimed)}
+    assert "Commit: trailing-bytes not detected (accepted)" in titles

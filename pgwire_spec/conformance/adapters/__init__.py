@@ -9,7 +9,9 @@
     script; the package is installed with ``npm install`` into a cache directory on first use.
 
 ``--decoder module:function`` loads any in-process Python entry point
-(``decode_case(context, payloads) -> results``, see :mod:`..adapter`).
+(``decode_case(context, payloads) -> results``, see :mod:`..adapter`); its capability
+profile is the function's ``profile`` attribute, else the module's ``profile`` (a function
+returning it, or its JSON form).
 """
 
 from __future__ import annotations
@@ -18,15 +20,15 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from ..adapter import Adapter, AdapterError, FunctionAdapter, SubprocessAdapter
+from ..adapter import Adapter, AdapterError, FunctionAdapter, SubprocessAdapter, profile_of
 
 __all__ = ["DECODERS", "open_decoder", "open_command"]
 
 
 def _reference(timeout: float) -> Adapter:
-    from .reference import VERSION, decode_case
+    from .reference import PROFILE, VERSION, decode_case
 
-    return FunctionAdapter(decode_case, name="reference", version=VERSION, timeout=timeout)
+    return FunctionAdapter(decode_case, name="reference", version=VERSION, timeout=timeout, profile=PROFILE)
 
 
 def _pypgoutput(timeout: float) -> Adapter:
@@ -56,10 +58,14 @@ def open_decoder(name: str, timeout: float = 10.0) -> Adapter:
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
-            fn = getattr(importlib.import_module(module_name), attr)
+            module = importlib.import_module(module_name)
+            fn = getattr(module, attr)
         except (ImportError, AttributeError) as exc:
             raise AdapterError(f"cannot load decoder entry point {name!r}: {exc}") from None
-        return FunctionAdapter(fn, name=name, timeout=timeout)
+        declared = getattr(fn, "profile", None)
+        if declared is None:
+            declared = getattr(module, "profile", None)
+        return FunctionAdapter(fn, name=name, timeout=timeout, profile=profile_of(declared, f"the profile of {name}"))
     raise AdapterError(
         f"unknown decoder {name!r}: expected one of {', '.join(DECODERS)} or module:function"
     )

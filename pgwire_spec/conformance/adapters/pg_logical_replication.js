@@ -4,6 +4,10 @@
 // none). Column text is kept as text: pg's type parsers are replaced by the identity so the
 // wire value can be compared; everything else is what the parser returns, translated into
 // the JSON form of spec/message.schema.json.
+//
+// Its profile (in the hello): what PgoutputParser parses — protocol 1 (no streamed or
+// two-phase message), text and binary values, logical messages, Origin — at message level
+// (it keeps a relation cache to name columns but checks no sequence rule).
 'use strict';
 const path = require('path');
 const readline = require('readline');
@@ -87,7 +91,10 @@ function form(msg) {
 const dump = (obj) => JSON.stringify(obj, (k, v) => (typeof v === 'bigint' ? `\u0000big${v}` : v))
   .replace(/"\\u0000big(-?\d+)"/g, '$1');
 
-process.stdout.write(dump({ contract: 1, name: 'pg-logical-replication', version: pkg.version }) + '\n');
+const PROFILE = {
+  protocol_versions: [1], streaming: 'off', two_phase: false, binary: true, messages: true, origin: true, level: 'message',
+};
+process.stdout.write(dump({ contract: 1, name: 'pg-logical-replication', version: pkg.version, profile: PROFILE }) + '\n');
 const rl = readline.createInterface({ input: process.stdin, terminal: false });
 rl.on('line', (line) => {
   if (!line.trim()) return;

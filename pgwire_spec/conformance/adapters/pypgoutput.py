@@ -9,6 +9,10 @@ pypgoutput's reader (``LogicalReplicationReader.transform_raw``) dispatches on t
 drops everything else; each class decodes one payload and is given no protocol context.
 This adapter does the same and translates what each object exposes into the JSON form of
 spec/message.schema.json. A tag the reader drops is reported as a rejection, naming it.
+
+Its profile (:data:`PROFILE`) is what pypgoutput's reader supports: protocol 1 (it
+negotiates ``proto_version '1'`` and no option), text values, no logical messages, no
+Origin, and message level (each class decodes one payload; nothing checks the sequence).
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ from typing import Any
 
 from ...lsn import datetime_to_timestamp, format_lsn
 
-__all__ = ["decode_case"]
+__all__ = ["decode_case", "PROFILE"]
+
+#: The capabilities pypgoutput's reader has (see the module's docstring).
+PROFILE = {"protocol_versions": [1], "streaming": "off", "two_phase": False, "binary": False,
+           "messages": False, "origin": False, "level": "message"}
 
 
 def _version() -> str:
@@ -103,4 +111,4 @@ def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[d
 if __name__ == "__main__":
     from ..adapter import serve
 
-    sys.exit(serve(decode_case, name="pypgoutput", version=_version()))
+    sys.exit(serve(decode_case, name="pypgoutput", version=_version(), profile=PROFILE))

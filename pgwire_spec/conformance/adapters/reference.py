@@ -15,7 +15,11 @@ from ...errors import DecodeError
 from ...jsonform import to_json
 from ...pgoutput.decoder import PgOutputDecoder
 
-__all__ = ["decode_case", "VERSION", "OPTIONS"]
+__all__ = ["decode_case", "VERSION", "OPTIONS", "PROFILE"]
+
+#: Everything: every protocol version and option, and the sequence rules (stream level).
+PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parallel", "two_phase": True, "binary": True,
+           "messages": True, "origin": True, "level": "stream"}
 
 #: The context keys that are decoder options.
 OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
@@ -41,4 +45,4 @@ def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[d
 if __name__ == "__main__":
     from ..adapter import serve
 
-    sys.exit(serve(decode_case, name="reference", version=VERSION))
+    sys.exit(serve(decode_case, name="reference", version=VERSION, profile=PROFILE))
