@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import signal
 import sys
 
@@ -27,6 +29,48 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="longest password/SASL message (default 65535)")
     limits.add_argument("--max-message-length", type=int, metavar="BYTES",
                         help="longest message after authentication (default 1073741823)")
+    add_control_arguments(p)
+
+
+def add_control_arguments(p: argparse.ArgumentParser) -> None:
+    """--control, --control-token and --ready-file (serve and proxy)."""
+    p.add_argument("--control", metavar="HOST:PORT",
+                   help="open the control plane (HTTP/JSON, spec/control.openapi.yaml) on HOST:PORT, e.g. "
+                        "127.0.0.1:0 for a free port; its URL is on the first line and in --ready-file")
+    p.add_argument("--control-token", metavar="TOKEN", default=os.environ.get("PGWIRE_SPEC_CONTROL_TOKEN"),
+                   help="require 'Authorization: Bearer TOKEN' on the control plane (needed when it is not on a "
+                        "loopback address; default $PGWIRE_SPEC_CONTROL_TOKEN)")
+    p.add_argument("--ready-file", metavar="FILE",
+                   help="once listening, write {host, port, dsn, control, pid} as JSON to FILE (atomically)")
+
+
+def parse_control(value: str | None) -> tuple[str, int] | None:
+    """'HOST:PORT' (or '[v6]:PORT', or just PORT for loopback) -> (host, port)."""
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--control: expected HOST:PORT with a port from 0 to 65535, found {value!r}")
+    return host, int(port)
+
+
+def ready_line(host: str, port: int, dsn: str, control: str | None) -> str:
+    """The first line serve and proxy print: where clients and the control plane connect."""
+    line = f"listening on {host}:{port}"
+    if control is not None:
+        line += f"  control: {control}"
+    return line + f"  dsn: {dsn}"
+
+
+def write_ready_file(path: str, info: dict[str, object]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(info, f)
+        f.write("\n")
+    os.replace(tmp, path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise ValueError(f"expected a port from 0 to 65535, found {args.port}")
     args.limits = _limits(scenario, args)
+    parse_control(args.control)
     return asyncio.run(_serve(scenario, args))
 
 
@@ -57,10 +102,23 @@ def _limits(scenario: object, args: argparse.Namespace) -> object:
 async def _serve(scenario: object, args: argparse.Namespace) -> int:
     from ..walsender import FakeWalsender
 
+    control_at = parse_control(args.control)
     server = FakeWalsender(scenario, host=args.host, port=args.port,  # type: ignore[arg-type]
-                           record=bool(args.transcript), limits=args.limits)
+                           record=bool(args.transcript) or control_at is not None, limits=args.limits)
     await server.start()
     stop = asyncio.Event()
+    control = None
+    if control_at is not None:
+        from .. import __version__
+        from ..control.fake import FakeTarget
+        from ..control.server import ControlServer
+
+        try:
+            control = await ControlServer(FakeTarget(server), host=control_at[0], port=control_at[1],
+                                          token=args.control_token, on_stop=stop.set, version=__version__).start()
+        except BaseException:
+            await server.stop()
+            raise
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
@@ -68,7 +126,10 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
         except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
             pass
     sc = server.scenario
-    print(f"listening on {server.host}:{server.port}  dsn: {server.dsn}", flush=True)
+    print(ready_line(server.host, server.port, server.dsn, control.url if control else None), flush=True)
+    if args.ready_file:
+        write_ready_file(args.ready_file, {"host": server.host, "port": server.port, "dsn": server.dsn,
+                                           "control": control.url if control else None, "pid": os.getpid()})
     if not args.quiet:
         print(f"PostgreSQL {sc.server.version} persona, database {sc.server.database}, auth {sc.auth.method}, "
               f"publications {', '.join(p.name for p in sc.publications) or 'none'}; Ctrl-C to stop",
@@ -76,6 +137,8 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
     try:
         await stop.wait()
     finally:
+        if control is not None:
+            await control.stop()
         await server.stop()
         if args.transcript:
             with open(args.transcript, "w", encoding="utf-8") as f:

@@ -75,6 +75,10 @@ class _Stream:
     done_keepalive: bool = False
     next_keepalive: float = 0.0
     faults: list[int] = field(default_factory=list)
+    #: fault index -> the ``sent`` count it fires at (None: never; a kind it never reaches)
+    due: dict[int, int | None] = field(default_factory=dict)
+    #: fault index -> when it met the stream (``after_seconds`` counts from there)
+    since: dict[int, float] = field(default_factory=dict)
     paused_until: float | None = None
     paused_forever: bool = False
     #: The server sent CopyDone (a shutdown): it sends nothing more and waits for the

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 class _Streaming:
     server: ServerState
+    #: Faults added for this connection before it streams (attached when it starts).
+    pending_faults: list[int]
 
     # -- streaming -------------------------------------------------------------------------
     def _start(self, cmd: rc.StartReplication, now: float) -> bool:
@@ -66,13 +68,57 @@ class _Streaming:
         self.send(CopyBothResponse(0, ()))
         self.start_stream(_LogicalStream(self))
         st = _Stream(slot, options, plan, now, wal_end=start)
-        st.faults = self.server.faults.for_connection(self.params, "stream", slot.name)
+        pending, self.pending_faults = self.pending_faults, []
+        for i in self.server.faults.for_connection(self.params, "stream", slot.name) + pending:
+            if i not in self.server.faults.removed:
+                self.attach_fault(i, now, st)
         st.next_keepalive = now + self.server.scenario.keepalive.interval
         if self.server.transcript is not None and self.server.scenario.raw is not None:
             st.decoder = PgOutputDecoder(**options.decoder_options(), strict=False)
         self.stream = st
         self._keepalive(start, False)
         return True
+
+    def attach_fault(self, index: int, now: float, st: _Stream | None = None) -> bool:
+        """Let fault *index* of the server's book act on this connection's running logical
+        stream, counting from now (its position resolved on the stream's plan); False when
+        no logical stream runs."""
+        st = st if st is not None else self.stream
+        if st is None:
+            self.pending_faults.append(index)  # attached when a stream starts
+            return False
+        if index in st.faults:
+            return True
+        f = self.server.faults.faults[index]
+        st.faults.append(index)
+        st.since[index] = now
+        if f.after_messages is not None:
+            tag = f.tag
+            if tag is None:
+                st.due[index] = st.sent + f.after_messages
+            elif f.after_messages == 0:
+                st.due[index] = st.sent
+            else:
+                st.due[index] = None
+                sent = st.sent
+                count = 0
+                want = tag.encode()
+                for item in st.plan.items[st.index:]:
+                    if isinstance(item, Write):
+                        sent += 1
+                        if item.payload[:1] == want:
+                            count += 1
+                            if count >= f.after_messages:
+                                st.due[index] = sent
+                                break
+        return True
+
+    def detach_fault(self, index: int) -> None:
+        if index in self.pending_faults:
+            self.pending_faults.remove(index)
+        st = self.stream
+        if st is not None and index in st.faults:
+            st.faults.remove(index)
 
     def _keepalive(self, wal_end: int, reply_requested: bool) -> None:
         now = self.server.pg_now()
@@ -142,8 +188,9 @@ class _Streaming:
         faults = self.server.faults
         for i in list(st.faults):
             f = faults.faults[i]
-            due = (f.after_messages is not None and st.sent >= f.after_messages) or (
-                f.after_seconds is not None and now - st.started >= f.after_seconds)
+            at = st.due.get(i)
+            due = (at is not None and st.sent >= at) or (
+                f.after_seconds is not None and now - st.since.get(i, st.started) >= f.after_seconds)
             if f.after_messages is None and f.after_seconds is None:
                 due = True  # crash with no trigger: at once
             if due:
@@ -181,9 +228,9 @@ class _Streaming:
             if st.faults:
                 # Stop at the next positional fault.
                 for i in st.faults:
-                    f = self.server.faults.faults[i]
-                    if f.after_messages is not None and f.after_messages > st.sent:
-                        limit = min(limit, st.index + (f.after_messages - st.sent))
+                    at = st.due.get(i)
+                    if at is not None and at > st.sent:
+                        limit = min(limit, st.index + (at - st.sent))
             self._frames(st, limit, now, modifiers)
             if self.out:
                 return self._flush()
@@ -198,7 +245,7 @@ class _Streaming:
             for i in st.faults:
                 f = self.server.faults.faults[i]
                 if f.after_seconds is not None:
-                    deadline = min(deadline, st.started + f.after_seconds)
+                    deadline = min(deadline, st.since.get(i, st.started) + f.after_seconds)
             if now >= st.next_keepalive:
                 ka = self.server.scenario.keepalive
                 self.server.wal_lsn += ka.advance

@@ -28,9 +28,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DecodeError
+from ..lsn import format_lsn
 from ..replication.messages import (
     decode_copy_data,
 )
@@ -66,7 +68,7 @@ from .scenario import Limits, Scenario
 from .stream import Stream
 from .transcript import Entry, Transcript
 
-__all__ = ["ServerState", "Connection", "SlotState", "Send", "Wait", "Close", "Action", "CHUNK"]
+__all__ = ["ServerState", "Connection", "ConnectionStatus", "SlotState", "Send", "Wait", "Close", "Action", "CHUNK"]
 
 #: The shell stops reading a client that has this many unconsumed bytes buffered (and a
 #: whole message among them).
@@ -257,13 +259,75 @@ class ServerState:
             self._plans[key] = plan
         return plan
 
-    def add_fault(self, fault: Fault) -> None:
-        self.faults.add(fault)
+    def add_fault(self, fault: Fault, *, connection: int | None = None, now: float | None = None) -> int:
+        """Add a fault while the server runs; return its id. It acts on the running logical
+        streams it selects (only connection *connection* when given), counting from now,
+        and, unless *connection* is given, on the connections that authenticate or start
+        streaming from now on."""
+        if connection is not None and connection not in self.connections:
+            raise KeyError(connection)
+        index = self.faults.add(fault, pinned=connection is not None)
+        now = self.clock() if now is None else now
+        for conn in list(self.connections.values()):
+            if connection is not None and conn.id != connection:
+                continue
+            if connection is None:
+                if conn.stream is None:
+                    continue  # offered when it starts streaming (FaultBook.for_connection)
+                slot = conn.stream.slot.name
+                if fault.connection is not None or not fault.selects(0, conn.params) or (
+                        fault.slot is not None and fault.slot != slot):
+                    continue
+            conn.attach_fault(index, now)
+        return index
+
+    def remove_fault(self, index: int) -> None:
+        """Remove a fault (by the id :meth:`add_fault` returned, or a scenario fault's index)."""
+        self.faults.remove(index)
+        for conn in self.connections.values():
+            conn.detach_fault(index)
+
+    def status(self) -> list[ConnectionStatus]:
+        """Every open connection's state, by id."""
+        return [c.status() for c in sorted(self.connections.values(), key=lambda c: c.id)]
 
 
 # ------------------------------------------------------------------------------------------
 # One connection
 # ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """What a connection is doing: its phase, who it is, its slot and the positions: the
+    highest ``sent`` (walEnd of what the server sent), what the client reported (``write``,
+    ``flush``, ``apply``) and the slot's ``confirmed`` flush position."""
+
+    id: int
+    peer: str
+    phase: str
+    user: str
+    database: str | None
+    application_name: str | None
+    replication: str
+    slot: str | None
+    sent_lsn: int | None
+    write_lsn: int
+    flush_lsn: int
+    apply_lsn: int
+    confirmed_lsn: int | None
+    messages_sent: int
+    bytes_sent: int
+    faults: tuple[int, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name.endswith("_lsn") and value is not None:
+                value = format_lsn(value)
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
 
 _FATAL_RULES = frozenset({"unknown-message-tag", "length-out-of-range", "truncated", "unsupported-protocol-version",
                           "unknown-request-code", "unexpected-data"})
@@ -308,7 +372,17 @@ class Connection(_Startup, _Commands, _Streaming):
         self.messages_sent = 0
         #: Positions the client reported ('r'): write, flush, apply.
         self.positions = (0, 0, 0)
+        self.pending_faults = []
         self._record(event="connected")
+
+    def status(self) -> ConnectionStatus:
+        st = self.stream
+        slot = st.slot if st is not None else None
+        return ConnectionStatus(
+            self.id, self.peer, self.phase, self.user, self.database, self.params.get("application_name"),
+            self.replication, slot.name if slot else None, st.wal_end if st is not None else None,
+            *self.positions, slot.confirmed_flush if slot else None, self.messages_sent, self.bytes_sent,
+            tuple(st.faults) if st is not None else ())
 
     # -- recording and sending -------------------------------------------------------------
     def _record(self, direction: str = "B", message: Any = None, payload: Any = None, pgoutput: Any = None,

@@ -16,10 +16,14 @@ In a scenario file::
       - {action: refuse_auth, user: replicator}                            # FATAL 28P01 at auth
       - {action: shutdown, after_messages: 9}                              # CopyDone from the server
       - {action: crash, after_messages: 50}                                # every connection dropped
+      - {action: disconnect, kind: Commit, after_messages: 3}              # FIN right after the 3rd Commit
 
 ``after_messages: N`` fires before the stream's message number N (0-based: after N
 XLogData messages were sent on that connection); ``after_seconds: S`` fires S seconds after
-START_REPLICATION. Which connections: ``connection`` (the n-th connection to the server that
+START_REPLICATION. With ``kind`` (a pgoutput message name: Commit, Insert, …) ``after_messages``
+counts only messages of that kind: the fault fires right after the N-th of them. A fault added
+while a stream runs (``FakeWalsender.add_fault``, the control plane) counts from the moment it
+meets the stream: ``after_messages: 0`` is the next message. Which connections: ``connection`` (the n-th connection to the server that
 matches the other selectors, 1-based), ``application_name``, ``user``, ``slot``; ``times``
 limits how many connections a fault fires on (default 1; ``null`` for every one).
 """
@@ -29,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
+
+from ..pgoutput.messages import MESSAGE_TYPES
 
 __all__ = ["Fault", "ACTIONS", "parse_faults", "FaultBook"]
 
@@ -67,6 +73,7 @@ class Fault:
     sqlstate: str = "XX000"
     message: str = "fault injected by the fake walsender"
     severity: str = "ERROR"
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -76,6 +83,12 @@ class Fault:
                 raise ValueError(f"fault {self.action} needs after_messages or after_seconds")
         if self.after_messages is not None and self.after_messages < 0:
             raise ValueError(f"expected after_messages >= 0, found {self.after_messages}")
+        if self.kind is not None:
+            if self.kind not in MESSAGE_TYPES:
+                raise ValueError(f"expected a kind among {', '.join(MESSAGE_TYPES)}, found {self.kind!r}")
+            if self.after_messages is None:
+                raise ValueError(f"fault {self.action} with kind {self.kind} needs after_messages (the count of "
+                                 f"{self.kind} messages)")
         if self.after_seconds is not None and self.after_seconds < 0:
             raise ValueError(f"expected after_seconds >= 0, found {self.after_seconds}")
         if self.times is not None and self.times < 1:
@@ -89,6 +102,16 @@ class Fault:
     def positional(self) -> bool:
         return self.after_messages is not None
 
+    @property
+    def tag(self) -> str | None:
+        """The pgoutput tag ``kind`` counts, or None."""
+        return MESSAGE_TYPES[self.kind].tag if self.kind is not None else None
+
+    def as_json(self) -> dict[str, Any]:
+        """The fault's JSON/YAML form (the fields that differ from the defaults)."""
+        default = _DEFAULTS
+        return {f: getattr(self, f) for f in _ORDER if f == "action" or getattr(self, f) != default[f]}
+
     def selects(self, ordinal: int, params: Mapping[str, str]) -> bool:
         """Whether this fault applies to a connection (its ordinal among matching ones is
         checked by :class:`FaultBook`)."""
@@ -100,6 +123,8 @@ class Fault:
 
 
 _FIELDS = {f.name for f in fields(Fault)}
+_ORDER = [f.name for f in fields(Fault)]
+_DEFAULTS = {f.name: f.default for f in fields(Fault)}
 
 
 def parse_faults(data: Any, path: str = "faults") -> list[Fault]:
@@ -134,17 +159,31 @@ class FaultBook:
         self.faults = list(faults)
         self.matches = [0] * len(self.faults)
         self.fired = [0] * len(self.faults)
+        #: Faults removed at run time (their index stays; they never fire again).
+        self.removed: set[int] = set()
+        #: Faults meant for running connections only (added for one connection at run time).
+        self.pinned: set[int] = set()
 
-    def add(self, fault: Fault) -> None:
+    def add(self, fault: Fault, *, pinned: bool = False) -> int:
+        if pinned:
+            self.pinned.add(len(self.faults))
         self.faults.append(fault)
         self.matches.append(0)
         self.fired.append(0)
+        return len(self.faults) - 1
+
+    def remove(self, index: int) -> None:
+        if not 0 <= index < len(self.faults):
+            raise KeyError(index)
+        self.removed.add(index)
 
     def for_connection(self, params: Mapping[str, str], phase: str, slot: str | None = None) -> list[int]:
         """Indexes of the faults that may fire on a connection entering *phase*
         ('auth' or 'stream'); counts the connection toward ``connection`` ordinals."""
         out = []
         for i, f in enumerate(self.faults):
+            if i in self.removed or i in self.pinned:
+                continue
             is_auth = f.action == "refuse_auth"
             if (phase == "auth") != is_auth:
                 continue
@@ -163,7 +202,7 @@ class FaultBook:
     def fire(self, index: int) -> bool:
         """Record that fault *index* fires now; False when it used up its ``times``."""
         f = self.faults[index]
-        if f.times is not None and self.fired[index] >= f.times:
+        if index in self.removed or (f.times is not None and self.fired[index] >= f.times):
             return False
         self.fired[index] += 1
         return True

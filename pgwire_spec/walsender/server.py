@@ -58,6 +58,7 @@ class FakeWalsender:
         self._host = host
         self._port = port
         self.record = record
+        self._limits = limits
         # The shell owns the real clocks, process id and randomness; the core is handed them.
         self.state = ServerState(self.scenario, record=record, extra_faults=list(faults),
                                  clock=time.monotonic, wall_clock=time.time,
@@ -66,6 +67,9 @@ class FakeWalsender:
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: dict[int, asyncio.StreamWriter] = {}
+        #: connection id -> the event that wakes its task (a fault added at run time acts
+        #: on the next message, also while the connection waits)
+        self._wakes: dict[int, asyncio.Event] = {}
         self.host = host
         self.port = port
 
@@ -98,10 +102,34 @@ class FakeWalsender:
     def slots(self) -> dict[str, Any]:
         return self.state.slots
 
-    def add_fault(self, fault: Fault) -> None:
-        """Add a fault while the server runs (applies to connections that start streaming
-        or authenticate from now on)."""
-        self.state.add_fault(fault)
+    def add_fault(self, fault: Fault, *, connection: int | None = None) -> int:
+        """Add a fault while the server runs; return its id. It acts on the running streams
+        it selects from their next message on (only connection *connection* when given) and,
+        without *connection*, on connections that authenticate or start streaming later.
+        Call it on the server's loop (``SyncFakeWalsender.call``)."""
+        index = self.state.add_fault(fault, connection=connection)
+        for wake in self._wakes.values():
+            wake.set()
+        return index
+
+    def remove_fault(self, index: int) -> None:
+        """Remove a fault by its id (KeyError when there is none)."""
+        self.state.remove_fault(index)
+
+    async def reset(self, scenario: Scenario | str | Path | Mapping[str, Any] | None = None) -> None:
+        """Drop every connection and start over: fresh slots, faults and transcript, on
+        *scenario* (default: the current one)."""
+        if scenario is not None:
+            self.scenario = _as_scenario(scenario)
+        for w in list(self._writers.values()):
+            w.transport.abort()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        old = self.state
+        self.state = ServerState(self.scenario, record=self.record, clock=old.clock, wall_clock=old.wall_clock,
+                                 pid=old.next_pid() + 10, random_bytes=old.random_bytes, limits=self._limits)
 
     # -- life cycle ------------------------------------------------------------------------
     async def start(self) -> FakeWalsender:
@@ -168,6 +196,7 @@ class FakeWalsender:
     async def _run(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
+        self._wakes[conn.id] = wake
 
         readable = asyncio.Event()  # set when the core has consumed what was read
         readable.set()
@@ -236,6 +265,7 @@ class FakeWalsender:
                         writer.close()
                     return
         finally:
+            self._wakes.pop(conn.id, None)
             pumper.cancel()
 
 

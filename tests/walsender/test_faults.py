@@ -202,3 +202,39 @@ def test_shutdown_ends_the_copy_from_the_server_side() -> None:
     assert c.pump() == [] and c.closed is None  # nothing more, not even keepalives
     out = c.copy_done()
     assert out == [CommandComplete("COPY 0")] and c.closed is not None and not c.closed.reset
+
+
+def test_a_fault_by_kind_fires_right_after_the_nth_message_of_that_kind() -> None:
+    base = baseline()
+    commits = [i for i, w in enumerate(base) if w.data[:1] == b"C"]
+    c, out = run(Fault("disconnect", kind="Commit", after_messages=3))
+    assert writes(out) == base[:commits[2] + 1]
+    assert c.closed is not None and not c.closed.reset
+    for bad in ({"action": "reset", "kind": "Comit", "after_messages": 1}, {"action": "reset", "kind": "Commit",
+                                                                           "after_seconds": 1}):
+        with pytest.raises(ScenarioError, match="kind"):
+            parse_faults([bad])
+
+
+def test_faults_added_while_streaming_count_from_then_and_can_be_removed() -> None:
+    st = ServerState(Scenario.from_dict(items(16, small=10, big=20, auth="trust", rollback_in_big=False)),
+                     extra_faults=[Fault("delay", after_messages=5, seconds=1.0)])
+    c = Client(st)
+    c.startup("replicator", application_name="app")
+    c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    out = writes(c.query(START))
+    assert len(out) == 5
+    # during the delay: one duplicate for this connection, counted from now (the next
+    # message), and a disconnect two Commits from now, removed again before it fires
+    dup = st.add_fault(Fault("duplicate", after_messages=0), connection=c.conn.id, now=c.clock)
+    gone = st.add_fault(Fault("disconnect", kind="Commit", after_messages=2), now=c.clock)
+    assert c.conn.status().faults == (dup, gone)
+    st.remove_fault(gone)
+    c.clock += 1.0
+    rest = writes(c.pump())
+    base = baseline()
+    assert rest[0] == rest[1] == base[5] and rest[2:] == base[6:] and c.closed is None
+    # a fault for one connection is not offered to later ones
+    assert st.faults.for_connection({"application_name": "app"}, "stream", "s") == []
+    with pytest.raises(KeyError):
+        st.add_fault(Fault("reset", after_messages=0), connection=99)
