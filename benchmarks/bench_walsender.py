@@ -15,7 +15,9 @@ stream, CopyDone both ways).
 - **fake**: a :class:`~pgwire_spec.walsender.FakeWalsender` serving the same rows as a
   scenario (trust auth, persona 15), running in its own process (``pgwire-spec serve``);
   the slot's position is reset between runs with a fresh slot. Its first run also renders
-  and frames the scenario (reported apart as "cold"); later runs stream the plan it keeps.
+  and frames the scenario while streaming it (reported apart as "cold", beside the real
+  server's median); later runs stream the plan it keeps. Before the runs, a raw client
+  measures the time from START_REPLICATION to the first XLogData on a cold plan.
 
 Two sinks for pg_recvlogical's output: ``/dev/null`` (the client's own writes cost almost
 nothing, so the servers' speed shows) and a file (``-F 0``: no fsync; the client's two
@@ -82,6 +84,42 @@ def create_slot(binary: str, host: str, port: int, slot: str) -> None:
                     "--create-slot", "-P", "pgoutput"], check=True, capture_output=True, timeout=60)
 
 
+def first_xlogdata_latency(port: int, slot: str) -> float:
+    """Seconds from sending START_REPLICATION (a new option set: proto_version 2, so the
+    plan is cold) to receiving the first XLogData, on a raw socket."""
+    import socket
+
+    from pgwire_spec.replication.messages import XLogData, decode_copy_data
+    from pgwire_spec.wire import BackendReader, CopyData, Query, ReadyForQuery, StartupMessage, encode_message
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    backend = BackendReader()
+
+    def until(pred: Any) -> None:
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                raise RuntimeError("the fake closed the connection")
+            backend.feed(data)
+            for msg in backend:
+                if pred(msg):
+                    return
+
+    try:
+        sock.sendall(encode_message(StartupMessage(parameters=(
+            ("user", "postgres"), ("database", "postgres"), ("replication", "database")))))
+        until(lambda m: isinstance(m, ReadyForQuery))
+        sock.sendall(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput")))
+        until(lambda m: isinstance(m, ReadyForQuery))
+        t0 = time.perf_counter()
+        sock.sendall(encode_message(Query(
+            f"START_REPLICATION SLOT {slot} LOGICAL 0/0 (proto_version '2', publication_names 'pub')")))
+        until(lambda m: isinstance(m, CopyData) and isinstance(decode_copy_data(m.data), XLogData))
+        return time.perf_counter() - t0
+    finally:
+        sock.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transactions", type=int, default=2000)
@@ -116,6 +154,7 @@ def main() -> int:
     try:
         line = serve.stdout.readline() if serve.stdout else ""
         fake_port = int(line.split()[2].rsplit(":", 1)[1])
+        first = first_xlogdata_latency(fake_port, "latency")
         with provider("system", 15) as pg, psycopg.connect(pg.dsn, autocommit=True) as c:
             c.execute("CREATE TABLE items (id int8 PRIMARY KEY, payload text, n int4)")
             c.execute("CREATE PUBLICATION pub FOR TABLE items WITH (publish = 'insert')")
@@ -161,7 +200,8 @@ def main() -> int:
           f"medians of {args.repeat} runs, {os.cpu_count()} CPUs")
     print(f"bytes written by pg_recvlogical: real {sizes.get('real', 0):,}, fake {sizes.get('fake', 0):,}")
     out: dict[str, Any] = {"messages": messages, "transactions": n_tx, "rows": rows, "repeat": args.repeat,
-                           "bytes": sizes, "cold_fake_seconds": cold, "runs": results}
+                           "bytes": sizes, "cold_fake_seconds": cold, "first_xlogdata_seconds": first,
+                           "runs": results}
     for sink_name in ("/dev/null", "file"):
         print(f"\nsink {sink_name}:")
         med = {}
@@ -174,7 +214,11 @@ def main() -> int:
         print(f"  fake / real: {ratio:.2f}x")
         out[f"ratio {sink_name}"] = ratio
     if cold is not None:
-        print(f"\nfake, first run (renders and frames the scenario, /dev/null): {cold:.3f} s")
+        real = statistics.median(results["real"]["/dev/null"])
+        print(f"\nfake, first run (renders and frames the scenario while streaming, /dev/null): {cold:.3f} s, "
+              f"fake / real: {real / cold:.2f}x")
+        out["ratio cold /dev/null"] = real / cold
+    print(f"fake, first XLogData after START_REPLICATION on a cold plan: {first * 1000:.1f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

@@ -28,12 +28,13 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import encode
 from ..pgoutput import messages as m
+from ..pgoutput._codec import encode
 from ..replication import frames
 from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
 from .personas import Persona, ServerError, StreamOptions
@@ -60,19 +61,45 @@ class Notice:
 
 @dataclass(slots=True)
 class Plan:
+    """The items a client gets, rendered while they are streamed: ``items`` holds what is
+    rendered so far, :meth:`grow` renders more, ``done`` says everything is."""
+
     items: list[Write | Notice] = field(default_factory=list)
     #: The WAL position the stream has reached when every item is sent.
     end_lsn: int = 0
     _frames: Frames | None = None
+    #: What renders the rest (one step per history event), None once done.
+    _source: Iterator[None] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._source is None
+
+    def grow(self, count: int) -> None:
+        """Render until at least *count* items exist (or all of them do). Each step is one
+        history event, so a caller asking a little past what it sends keeps every call
+        short and the first frames go out before the rest is rendered."""
+        source = self._source
+        items = self.items
+        while source is not None and len(items) < count:
+            try:
+                next(source)
+            except StopIteration:
+                self._source = source = None
+
+    def finish(self) -> Plan:
+        """Render everything (for callers that want the whole plan at once)."""
+        while self._source is not None:
+            self.grow(len(self.items) + (1 << 16))
+        return self
 
     def frames(self) -> Frames:
-        """The items framed once (CopyData + XLogData header + payload, sendTime left 0),
-        shared by every connection that streams this plan."""
+        """The items rendered so far framed once (CopyData + XLogData header + payload,
+        sendTime left 0), shared by every connection that streams this plan."""
         if self._frames is None:
-            self._frames = Frames(self.items)
+            self._frames = Frames([])
+        self._frames.extend(self.items)
         return self._frames
-
-
 
 
 class Frames:
@@ -83,41 +110,53 @@ class Frames:
 
     Items are indexed as in the plan (a Notice is no frame): ``offsets[i]`` is where item i
     starts in the framed stream, ``writes[i]`` the number of Writes before item i,
-    ``max_lsn[i]`` the highest write LSN up to item i, ``next_notice[i]`` the first Notice at
-    or after item i."""
+    ``max_lsn[i]`` the highest write LSN up to item i; :meth:`next_notice` the first Notice
+    at or after item i. Framed as the plan grows (:meth:`extend`)."""
 
-    __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "max_lsn", "next_notice")
+    __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "max_lsn", "notices")
 
     def __init__(self, items: list[Write | Notice]) -> None:
-        heads: list[bytes] = []
-        payloads: list[bytes] = []
-        offsets = [0]
-        writes = [0]
-        max_lsn = []
-        pos = 0
-        top = 0
+        self.heads: list[bytes] = []
+        self.payloads: list[bytes] = []
+        self.mids: list[bytes] = []
+        self.offsets = [0]
+        self.writes = [0]
+        self.max_lsn: list[int] = []
+        self.notices: list[int] = []
+        self.extend(items)
+
+    def extend(self, items: list[Write | Notice]) -> None:
+        """Frame the items past those framed so far."""
+        done = len(self.max_lsn)
+        if done == len(items):
+            return
+        heads, payloads, mids = self.heads, self.payloads, self.mids
+        offsets, writes, max_lsn = self.offsets, self.writes, self.max_lsn
+        pos = offsets[-1]
+        top = max_lsn[-1] if max_lsn else 0
         head = frames.xlog_head
-        for it in items:
+        overhead = frames.XLOG_FRAME_OVERHEAD
+        for i in range(done, len(items)):
+            it = items[i]
             if isinstance(it, Write):
-                heads.append(head(it.lsn, it.lsn, len(it.payload)))
+                h = head(it.lsn, it.lsn, len(it.payload))
+                if payloads:
+                    mids.append(payloads[-1] + h)
+                heads.append(h)
                 payloads.append(it.payload)
-                pos += frames.XLOG_FRAME_OVERHEAD + len(it.payload)
+                pos += overhead + len(it.payload)
                 if it.lsn > top:
                     top = it.lsn
+            else:
+                self.notices.append(i)
             offsets.append(pos)
             writes.append(len(heads))
             max_lsn.append(top)
-        self.heads = heads
-        self.payloads = payloads
-        self.mids = [payloads[w] + heads[w + 1] for w in range(len(heads) - 1)]
-        self.offsets = offsets
-        self.writes = writes
-        self.max_lsn = max_lsn
-        n = len(items)
-        nxt = [n] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            nxt[i] = i if isinstance(items[i], Notice) else nxt[i + 1]
-        self.next_notice = nxt
+
+    def next_notice(self, i: int) -> int:
+        """The first Notice at or after item *i* among those framed (else their count)."""
+        k = bisect.bisect_left(self.notices, i)
+        return self.notices[k] if k < len(self.notices) else len(self.max_lsn)
 
     def run(self, start: int, stop: int, stamp: bytes) -> bytes:
         """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*."""
@@ -426,13 +465,14 @@ class _Renderer:
         return ev.table is not None and self.published(ev.table, ev.kind)
 
     # -- the whole history -----------------------------------------------------------------
-    def run(self) -> Plan:
+    def steps(self) -> Iterator[None]:
+        """Render one history event per step (the plan streams while it renders)."""
         try:
             for ev in self.history.events:
                 self.event(ev)
+                yield
         except _Stop as stop:
             self.plan.items.append(Notice(stop.error))
-        return self.plan
 
     def event(self, ev: Any) -> None:
         if isinstance(ev, MessageEvent):
@@ -510,11 +550,15 @@ class _Stop(Exception):
         self.error = error
 
 
-def render(history: History, persona: Persona, options: StreamOptions, start_lsn: int) -> Plan:
-    """The messages a client with *options* gets from *start_lsn* on."""
+def render(history: History, persona: Persona, options: StreamOptions, start_lsn: int, *,
+           lazy: bool = False) -> Plan:
+    """The messages a client with *options* gets from *start_lsn* on; with *lazy* the plan
+    renders as it is consumed (:meth:`Plan.grow`), else it is complete."""
     if history.scenario.raw is not None:
         return _render_raw(history, persona, options, start_lsn)
-    return _Renderer(history, persona, options, start_lsn).run()
+    renderer = _Renderer(history, persona, options, start_lsn)
+    renderer.plan._source = renderer.steps()
+    return renderer.plan if lazy else renderer.plan.finish()
 
 
 # ------------------------------------------------------------------------------------------

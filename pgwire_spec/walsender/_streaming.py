@@ -158,7 +158,7 @@ class _Streaming:
                 if payload.flush_lsn and payload.flush_lsn > st.slot.confirmed_flush:
                     st.slot.confirmed_flush = payload.flush_lsn
                 if payload.reply_requested:
-                    self._keepalive(max(st.wal_end, self.server.wal_lsn if st.index >= len(st.plan.items) else 0),
+                    self._keepalive(max(st.wal_end, self.server.wal_lsn if _at_end(st) else 0),
                                     False)
             elif isinstance(payload, HotStandbyFeedback):
                 pass
@@ -213,11 +213,17 @@ class _Streaming:
             return self._flush()
         if st.done_sending:
             return Wait(None)
-        items = st.plan.items
+        plan = st.plan
+        if not plan.done:
+            # Render a little past what this call sends: the stream starts at once and each
+            # call stays short, whatever the scenario's size (the plan is shared: a later
+            # connection finds it further rendered).
+            plan.grow(st.index + RENDER_AHEAD)
+        items = plan.items
         n_items = len(items)
         modifiers: list[str] = []
         if st.faults:
-            for f in self._due_faults(st, now, st.index >= n_items):
+            for f in self._due_faults(st, now, _at_end(st)):
                 r = self._apply_fault(f, st, now)
                 if r == "stop":
                     return self._flush() if self.out else self.next_action(now)
@@ -234,7 +240,7 @@ class _Streaming:
             self._frames(st, limit, now, modifiers)
             if self.out:
                 return self._flush()
-        if st.index >= n_items:
+        if _at_end(st):
             if not st.done_keepalive:
                 st.done_keepalive = True
                 st.wal_end = max(st.wal_end, st.plan.end_lsn)
@@ -304,7 +310,7 @@ class _Streaming:
         place; stops before a Notice."""
         fr = st.plan.frames()
         i = st.index
-        stop = min(limit, fr.next_notice[i])
+        stop = min(limit, fr.next_notice(i))
         if stop <= i:
             return
         offsets = fr.offsets
@@ -334,6 +340,15 @@ class _Streaming:
                 msg = None
         self._record("B", None, XLogData(lsn, lsn, ts, payload), msg)
 
+
+
+#: Plan items rendered ahead of the next one sent (about one CHUNK of small messages).
+RENDER_AHEAD = 1024
+
+
+def _at_end(st: _Stream) -> bool:
+    """Every item of the plan is rendered and sent."""
+    return st.plan.done and st.index >= len(st.plan.items)
 
 
 class _LogicalStream:

@@ -255,7 +255,7 @@ class ServerState:
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._frames.clear()
-            plan = render(self.history, self.persona, options, start)
+            plan = render(self.history, self.persona, options, start, lazy=True)
             self._plans[key] = plan
         return plan
 

@@ -196,6 +196,38 @@ def test_streaming_hands_out_bounded_chunks() -> None:
     assert len(sizes) > 5 and max(sizes) <= CHUNK + 1024
 
 
+def test_the_stream_starts_before_the_plan_is_rendered() -> None:
+    """A cold plan renders while it streams: when the first XLogData goes out, only a
+    little past it is rendered; the whole stream still arrives, identical to a complete
+    render's."""
+    from pgwire_spec.walsender._render import render
+    from pgwire_spec.walsender._streaming import RENDER_AHEAD
+    from pgwire_spec.wire import Query, encode_message
+
+    sc = Scenario.from_dict({
+        "server": {"version": "16.4"}, "publications": {"pub": ["t"]},
+        "tables": {"t": {"columns": [{"name": "id", "type": "int4", "key": True}]}},
+        "transactions": [{"changes": [{"insert": "t", "new": {"id": i}}]} for i in range(3000)]})
+    st = ServerState(sc)
+    c = Client(st)
+    c.startup("replicator")
+    c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    c.conn.receive_data(encode_message(Query(START)))
+    first = None
+    while first is None:
+        action = c.conn.next_action(c.clock)
+        assert hasattr(action, "data")
+        c.reader.feed(action.data)
+        first = next((x for x in xlog(list(c.reader)) if isinstance(x, XLogData)), None)
+    stream = c.conn.stream
+    assert stream is not None
+    rendered = len(stream.plan.items)
+    whole = render(st.history, st.persona, stream.options, 0)
+    assert not stream.plan.done and rendered <= RENDER_AHEAD + 3 < len(whole.items) == 3 * 3000 + 1
+    c.pump()
+    assert stream.plan.done and [w.payload for w in stream.plan.items] == [w.payload for w in whole.items]
+
+
 def test_malformed_input_errors_and_the_connection_goes_on_or_ends() -> None:
     st = state()
     # garbage instead of a startup packet: FATAL, closed
