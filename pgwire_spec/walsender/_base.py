@@ -77,6 +77,10 @@ class _Stream:
     faults: list[int] = field(default_factory=list)
     #: fault index -> the ``sent`` count it fires at (None: never; a kind it never reaches)
     due: dict[int, int | None] = field(default_factory=dict)
+    #: fault index -> [next item to look at, Writes up to it, matches so far] for a fault
+    #: counting one message kind, until its position is found
+    scan: dict[int, list[int]] = field(default_factory=dict)
+    scan_tags: dict[int, tuple[bytes, int]] = field(default_factory=dict)
     #: fault index -> when it met the stream (``after_seconds`` counts from there)
     since: dict[int, float] = field(default_factory=dict)
     paused_until: float | None = None

@@ -99,19 +99,37 @@ class _Streaming:
             elif f.after_messages == 0:
                 st.due[index] = st.sent
             else:
+                # resolved on the plan as it renders (_scan_kinds), always before the
+                # message it fires after is sent
                 st.due[index] = None
-                sent = st.sent
-                count = 0
-                want = tag.encode()
-                for item in st.plan.items[st.index:]:
-                    if isinstance(item, Write):
-                        sent += 1
-                        if item.payload[:1] == want:
-                            count += 1
-                            if count >= f.after_messages:
-                                st.due[index] = sent
-                                break
+                st.scan[index] = [st.index, st.sent, 0]
+                st.scan_tags[index] = (tag.encode(), f.after_messages)
+                self._scan_kinds(st)
         return True
+
+    @staticmethod
+    def _scan_kinds(st: _Stream) -> None:
+        """Find, in the items rendered so far, where each fault counting a message kind
+        fires: right after the N-th message of its kind from where it met the stream."""
+        if not st.scan:
+            return
+        items = st.plan.items
+        for index, state in list(st.scan.items()):
+            pos, sent, count = state
+            f_tag, want = st.scan_tags[index]
+            while pos < len(items):
+                item = items[pos]
+                pos += 1
+                if isinstance(item, Write):
+                    sent += 1
+                    if item.payload[:1] == f_tag:
+                        count += 1
+                        if count >= want:
+                            st.due[index] = sent
+                            del st.scan[index]
+                            break
+            else:
+                state[:] = [pos, sent, count]
 
     def detach_fault(self, index: int) -> None:
         if index in self.pending_faults:
@@ -119,6 +137,7 @@ class _Streaming:
         st = self.stream
         if st is not None and index in st.faults:
             st.faults.remove(index)
+            st.scan.pop(index, None)
 
     def _keepalive(self, wal_end: int, reply_requested: bool) -> None:
         now = self.server.pg_now()
@@ -219,6 +238,8 @@ class _Streaming:
             # call stays short, whatever the scenario's size (the plan is shared: a later
             # connection finds it further rendered).
             plan.grow(st.index + RENDER_AHEAD)
+        if st.scan:
+            self._scan_kinds(st)
         items = plan.items
         n_items = len(items)
         modifiers: list[str] = []

@@ -238,3 +238,15 @@ def test_faults_added_while_streaming_count_from_then_and_can_be_removed() -> No
     assert st.faults.for_connection({"application_name": "app"}, "stream", "s") == []
     with pytest.raises(KeyError):
         st.add_fault(Fault("reset", after_messages=0), connection=99)
+
+
+def test_a_fault_by_kind_far_ahead_of_what_is_rendered_fires_in_place() -> None:
+    # the plan renders a slice ahead of what is sent; the 400th Commit lies past the first slice
+    st = ServerState(Scenario.from_dict(items(16, small=600, big=2, auth="trust", rollback_in_big=False)),
+                     extra_faults=[Fault("reset", kind="Commit", after_messages=400)])
+    c = Client(st)
+    c.startup("replicator")
+    c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    out = writes(c.query(START))
+    assert sum(w.data[:1] == b"C" for w in out) == 400 and out[-1].data[:1] == b"C"
+    assert c.closed is not None and c.closed.reset
