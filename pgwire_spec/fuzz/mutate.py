@@ -171,6 +171,7 @@ class Mutator:
         self.seeds = list(payload_seeds)
         self.windows = list(stream_seeds)
         self.stream_ratio = stream_ratio if self.windows else 0.0
+        self._window_seeds: dict[tuple[bytes, bool, bool], PayloadSeed] = {}
         self._ops = (
             ("bitflip", self._bitflip, 3), ("byte", self._byte, 2), ("truncate", self._truncate, 3),
             ("extend", self._extend, 1), ("length", self._length, 3), ("kind", self._kind, 2),
@@ -293,11 +294,23 @@ class Mutator:
         return bytes(d), in_stream, abort_tail, tuple(names)
 
     # -- stream mutations --------------------------------------------------------------------------
+    def _window_seed(self, data: bytes, in_stream: bool, abort_tail: bool) -> PayloadSeed:
+        """The field map of a window's payload in its context (cached: windows repeat)."""
+        key = (data, in_stream, abort_tail)
+        seed = self._window_seeds.get(key)
+        if seed is None:
+            if len(self._window_seeds) >= 50_000:
+                self._window_seeds.clear()
+            seed = self._window_seeds[key] = _payload_seed(data, in_stream, abort_tail)
+        return seed
+
     def mutate_stream(self, r: random.Random) -> tuple[dict[str, Any], tuple[bytes, ...], tuple[str, ...]]:
         w = _pick(r, self.windows)
         pl = list(w.payloads)
         options = dict(w.options)
-        choice = int(r.random() * 7)
+        # half the cases mutate one payload in its place (the bugs of a decoder's message
+        # readers); the others change the stream around valid payloads
+        choice = 6 if r.random() < 0.5 else int(r.random() * 6)
         n = len(pl)
         if choice == 0 and n > 1:
             i, j = int(r.random() * n), int(r.random() * n)
@@ -329,7 +342,15 @@ class Mutator:
             op = f"options:{key}"
         else:
             i = int(r.random() * n)
-            seed = _payload_seed(pl[i], False, options.get("streaming") == "parallel")
+            # inside a streamed block (after Stream Start, before Stream Stop) the payload
+            # carries the xid prefix: map its fields as the decoder will read them
+            in_stream = False
+            for p in pl[:i]:
+                if p[:1] == b"S":
+                    in_stream = True
+                elif p[:1] == b"E":
+                    in_stream = False
+            seed = self._window_seed(pl[i], in_stream, options.get("streaming") == "parallel")
             data, _, _, ops = self.mutate_payload(r, seed)
             pl[i] = data
             op = "payload:" + "+".join(ops)

@@ -95,6 +95,8 @@ class Campaign:
     explore: float = 0.2
     generate_floor: float = 0.02
     generate_cap: float = 0.5
+    #: stop a shard at its first finding (time-to-find measurements, bench_bugs.py)
+    stop_on_finding: bool = False
 
     def __post_init__(self) -> None:
         bad = [e for e in self.engines if e not in ENGINES]
@@ -164,6 +166,9 @@ class Finding:
     ops: tuple[str, ...] = ()
     count: int = 1
     minimised: tuple[bytes, ...] | None = None
+    #: seconds from its engine's start in the shard (seeds prepared, target opened) to the
+    #: first occurrence
+    seconds: float = 0.0
 
     @property
     def id(self) -> str:
@@ -176,6 +181,7 @@ class Finding:
             "case_index": self.case_index, "kind": self.kind, "context": dict(self.context),
             "payloads": [p.hex() for p in self.payloads], "ops": list(self.ops), "count": self.count,
             "minimised": None if self.minimised is None else [p.hex() for p in self.minimised],
+            "seconds": round(self.seconds, 4),
         }
 
     @classmethod
@@ -186,6 +192,7 @@ class Finding:
             context=dict(d["context"]), payloads=tuple(bytes.fromhex(h) for h in d["payloads"]),
             ops=tuple(d.get("ops", ())), count=int(d.get("count", 1)),
             minimised=None if d.get("minimised") is None else tuple(bytes.fromhex(h) for h in d["minimised"]),
+            seconds=float(d.get("seconds", 0.0)),
         )
 
 
@@ -247,9 +254,10 @@ class ShardResult:
 class _Acc:
     """The mutable tally of a running shard."""
 
-    __slots__ = ("cases", "crc", "seconds", "cpu_seconds", "findings", "notes")
+    __slots__ = ("cases", "crc", "seconds", "cpu_seconds", "findings", "notes", "t0")
 
     def __init__(self) -> None:
+        self.t0 = time.perf_counter()
         self.cases = 0
         self.crc = 0
         self.seconds = 0.0
@@ -496,7 +504,8 @@ def _record(result: _Acc, shard: Shard, violation: tuple[str, str, str], case: t
     else:
         kind, context, payloads, ops = "stream", dict(case[1]), tuple(case[2]), case[3]
     result.findings[sig] = Finding(sig, oracle, detail, shard.engine, _target_name(shard.campaign),
-                                   shard.index, index, kind, context, payloads, tuple(ops))
+                                   shard.index, index, kind, context, payloads, tuple(ops),
+                                   seconds=time.perf_counter() - result.t0)
 
 
 def _crc_case(case: tuple[Any, ...], crc: int) -> int:
@@ -522,7 +531,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
 
     seeds, windows = _prepared(streams)
     mutator = Mutator(seeds, windows, stream_ratio=1.0 if differential else 0.01)
-    t0 = time.perf_counter()
+    t0 = result.t0 = time.perf_counter()
     c0 = time.process_time()
     deadline = started + shard.budget
     limit = shard.cases
@@ -534,6 +543,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
     check_stream = oracle.check_stream
     crc32 = zlib.crc32
     per_chunk = 32 if differential else CHUNK
+    stop = shard.campaign.stop_on_finding
     # An adapter has its own per-case timeout (SubprocessAdapter); the reference gets the timer.
     with _Watch(0 if differential else shard.campaign.case_timeout, shard.campaign.memory_limit_mb) as watch:
         while True:
@@ -575,7 +585,7 @@ def _run_mutate(shard: Shard, streams: Sequence[SeedStream], oracle: Any, differ
             chunk += 1
             if progress is not None:
                 progress(n)
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= deadline or (stop and result.findings):
                 break
     result.cases = n
     result.crc = crc
@@ -643,7 +653,7 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
                   progress: Callable[[int], None] | None, started: float) -> None:
     from ..corpus.examples import CONTEXTS, each_example, strategies_available, stream_strategies
 
-    t0 = time.perf_counter()
+    t0 = result.t0 = time.perf_counter()
     c0 = time.process_time()
     result.seconds = 0.0
     if not strategies_available("streams"):
@@ -651,10 +661,12 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
         return
     deadline = started + shard.budget
     limit = shard.cases
+    stop = shard.campaign.stop_on_finding
     counter = {"n": 0, "crc": 0}
     rounds = 0
     per_round = 50
-    while (limit is None or counter["n"] < limit) and time.perf_counter() < deadline:
+    while (limit is None or counter["n"] < limit) and time.perf_counter() < deadline \
+            and not (stop and result.findings):
         ctx = CONTEXTS[rounds % len(CONTEXTS)]
         for kind, strategy in stream_strategies(ctx):
             want = per_round if limit is None else min(per_round, limit - counter["n"])
@@ -665,7 +677,7 @@ def _run_generate(shard: Shard, oracle: Any, result: _Acc,
             def body(drawn: Any, kind: str = kind, ctx: dict[str, Any] = ctx) -> None:
                 if limit is not None and counter["n"] >= limit:
                     return
-                if limit is None and time.perf_counter() >= deadline:
+                if (limit is None and time.perf_counter() >= deadline) or (stop and result.findings):
                     raise _Deadline()  # a round of draws takes seconds: stop inside it
                 options = dict(getattr(drawn, "options", ctx))
                 payloads = tuple(bytes(p) for p in drawn.payloads)
