@@ -181,7 +181,7 @@ class Finding:
             "case_index": self.case_index, "kind": self.kind, "context": dict(self.context),
             "payloads": [p.hex() for p in self.payloads], "ops": list(self.ops), "count": self.count,
             "minimised": None if self.minimised is None else [p.hex() for p in self.minimised],
-            "seconds": round(self.seconds, 4),
+            "seconds": self.seconds,
         }
 
     @classmethod
