@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,8 @@ class _Gen:
         self.counter = 0
         self.trace = False
         self.pending_count = False
+        #: decode TupleData values on access (TupleValues), checking only their bounds now
+        self.lazy_tuples = False
 
     # -- helpers -------------------------------------------------------------------------
     def const(self, prefix: str, value: Any) -> str:
@@ -246,7 +248,11 @@ class _Gen:
     def dec_value(self, f: _ir.Field, local: str, indent: int, fpath: str) -> None:
         e = self.emit
         t = f.type
-        if f.fmt is not None:
+        if f.fmt == "B":
+            self.tr(indent, fpath, f"{_FMT_NAMES['B']} (1 byte)")
+            e(indent, f"{local} = data[p]")
+            e(indent, "p += 1")
+        elif f.fmt is not None:
             fmt = f.fmt
             self.tr(indent, fpath, f"{_FMT_NAMES[fmt]} ({_size(fmt)} bytes)")
             e(indent, f"{local}, = {self.struct_obj(fmt)}.unpack_from(data, p)")
@@ -360,6 +366,9 @@ class _Gen:
         else:
             e(indent, "cnt, = _U16.unpack_from(data, p)")
             e(indent, "p += 2")
+        if self.lazy_tuples:
+            self.dec_tuple_bounds(local, indent)
+            return
         if self.trace:
             e(indent, "vals = []")
             e(indent, "app = vals.append")
@@ -395,6 +404,33 @@ class _Gen:
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = tuple(vals)")
 
+    def dec_tuple_bounds(self, local: str, indent: int) -> None:
+        """The fast path's TupleData: every kind byte and length checked now, the values
+        decoded on first access (:class:`TupleValues`, by :func:`_tuple_values`).
+
+        Lengths are read unsigned: a negative one moves ``p`` past the end, which the
+        end-of-message check (or the next read) turns into the tracing pass's precise error.
+        """
+        e = self.emit
+        # No count check: every column moves p on by at least one byte, so a count past
+        # the end runs into IndexError after at most len(data) columns, allocating nothing.
+        e(indent, "s = p")
+        e(indent, "for _ in range(cnt):")
+        i2 = indent + 1
+        e(i2, "k = data[p]")
+        e(i2, "if k == 116:")  # 't'
+        e(i2 + 1, "p += 5 + u32(data, p)[0]")
+        e(i2, "elif k == 110 or k == 117:")  # 'n', 'u'
+        e(i2 + 1, "p += 1")
+        e(i2, "elif k == 98 and binary_ok:")  # 'b'
+        e(i2 + 1, "p += 5 + u32(data, p)[0]")
+        e(i2, "else:")  # an unknown kind, or 'b' not negotiated: the tracing pass says which
+        e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
+        e(indent, f"{local} = _new(_TV)")
+        # the values are read later: from bytes, never from a buffer the caller may reuse
+        e(indent, f"_tv_raw({local}, (data if type(data) is bytes else bytes(data), s, cnt))")
+        e(indent, f"_tv_values({local}, None)")
+
     def dec_array(self, f: _ir.Field, cexpr: str, local: str, indent: int, fpath: str) -> None:
         e = self.emit
         tag = self.counter = self.counter + 1
@@ -414,8 +450,15 @@ class _Gen:
             names: list[str] = []
             scope = f"g{tag}_"
             self.dec_struct(item, indent, ipath, names, scope)
-            args = ", ".join(f"{scope}{n}" for n in names)
-            e(indent, f"{arr}.append({self.const('_C_', cls)}({args}))")
+            if self.trace:
+                args = ", ".join(f"{scope}{n}" for n in names)
+                e(indent, f"{arr}.append({self.const('_C_', cls)}({args}))")
+            else:
+                # through the slot descriptors, as for the message itself (no frozen __init__)
+                e(indent, f"x = _new({self.const('_C_', cls)})")
+                for n in names:
+                    e(indent, f"{self.const('_set_', getattr(cls, n).__set__)}(x, {scope}{n})")
+                e(indent, f"{arr}.append(x)")
         elif isinstance(item, tuple):
             parts = []
             for k, sub in enumerate(item):
@@ -586,22 +629,206 @@ def _tuple(out: list[bytes], values: Any) -> None:
     append = out.append
     append(_U16.pack(len(values)))
     for v in values:
-        if v is None:
-            append(b"n")
-        elif isinstance(v, str):
+        t = type(v)
+        if t is str:
             raw = v.encode(P.ENCODING, P.ERRORS)
-            append(b"t" + _I32.pack(len(raw)))
+            append(_KIND_LEN.pack(116, len(raw)))
             append(raw)
+        elif v is None:
+            append(b"n")
         elif v is P.UNCHANGED:
             append(b"u")
-        elif isinstance(v, (bytes, bytearray, memoryview)):
+        elif t is bytes or isinstance(v, (bytes, bytearray, memoryview)):
             raw = bytes(v)
-            append(b"b" + _I32.pack(len(raw)))
+            append(_KIND_LEN.pack(98, len(raw)))
+            append(raw)
+        elif isinstance(v, str):
+            raw = v.encode(P.ENCODING, P.ERRORS)
+            append(_KIND_LEN.pack(116, len(raw)))
             append(raw)
         else:
             raise EncodeError(
                 f"a column value must be str, bytes, None or UNCHANGED, found {type(v).__name__}"
             )
+
+
+_KIND_LEN = struct.Struct(">Bi")
+
+
+def _encode_tuple(values: Any) -> bytes:
+    out: list[bytes] = []
+    _tuple(out, values)
+    return b"".join(out)
+#: a TupleData column's kind byte (skipped) and its length, read unsigned (see dec_tuple_bounds)
+_KIND_U32 = struct.Struct(">xI")
+
+
+def _generate_tuple_values() -> tuple[Callable[[bytes, int, int], tuple[Any, ...]], str]:
+    """``values(data, p, cnt)``: the *cnt* values of a TupleData starting at *p*, whose
+    kinds and lengths the fast path already checked (:meth:`_Gen.dec_tuple_bounds`), so
+    this walk checks nothing. Text is decoded as the tracing pass decodes it (UTF-8, any
+    other byte kept through surrogateescape): a lazy value equals the eager one."""
+    g = _Gen({}, {})
+    e = g.emit
+    e(0, "def values(data, p, cnt):")
+    e(1, "u32 = _U32_unpack")
+    e(1, "vals = []")
+    e(1, "app = vals.append")
+    e(1, "for _ in range(cnt):")
+    e(2, "k = data[p]")
+    e(2, "if k == 116:")  # 't'
+    e(3, "q = p + 5 + u32(data, p)[0]")
+    e(3, "v = data[p + 5:q]")
+    e(3, "try:")
+    e(4, "app(v.decode())")
+    e(3, "except UnicodeDecodeError:")
+    e(4, "app(v.decode('utf-8', 'surrogateescape'))")
+    e(3, "p = q")
+    e(2, "elif k == 110:")  # 'n'
+    e(3, "app(None)")
+    e(3, "p += 1")
+    e(2, "elif k == 98:")  # 'b'
+    e(3, "q = p + 5 + u32(data, p)[0]")
+    e(3, "app(data[p + 5:q])")
+    e(3, "p = q")
+    e(2, "else:")  # 'u', the only kind left
+    e(3, "app(UNCHANGED)")
+    e(3, "p += 1")
+    e(1, "return tuple(vals)")
+    source = "\n".join(g.lines)
+    ns: dict[str, Any] = {"UNCHANGED": P.UNCHANGED, "_U32_unpack": _KIND_U32.unpack_from}
+    exec(compile(source, "<pgwire_spec codec TupleData values>", "exec"), ns)
+    return ns["values"], source
+
+
+_tuple_values, TUPLE_VALUES_SOURCE = _generate_tuple_values()
+
+
+class TupleValues:
+    """A TupleData's values as the generated Python decoder returns them: a read-only
+    sequence equal to (and hashing like) the tuple of the values (``str`` for 't', ``bytes``
+    for 'b', None for 'n', UNCHANGED for 'u'), whose column kinds and lengths were checked
+    when the message was decoded and whose values are decoded on first access.
+
+    ``len()`` needs no decoding; ``tuple(values)`` gives the plain tuple; pickling and
+    copying give the plain tuple too. The C decoder returns plain tuples.
+    """
+
+    __slots__ = ("raw", "_values")
+
+    #: Where the values are: (payload, offset of the first column, number of columns).
+    #: ``raw[2]`` is ``len()`` without a call to a Python ``__len__`` (the stateful
+    #: decoder's arity check, run for every row, reads it).
+    raw: tuple[bytes, int, int]
+    #: the values once decoded, else None
+    _values: tuple[Any, ...] | None
+
+    def __init__(self, values: Any = ()) -> None:
+        values = tuple(values)
+        self._values = values
+        self.raw = (_encode_tuple(values), 2, len(values))
+
+    def _decode(self) -> tuple[Any, ...]:
+        data, p, cnt = self.raw
+        values = self._values = _tuple_values(data, p, cnt)
+        return values
+
+    def __len__(self) -> int:
+        return self.raw[2]
+
+    def __iter__(self) -> Any:
+        v = self._values
+        if v is None:
+            data, p, cnt = self.raw
+            v = self._values = _tuple_values(data, p, cnt)
+        return iter(v)
+
+    def __reversed__(self) -> Any:
+        v = self._values
+        return reversed(v if v is not None else self._decode())
+
+    def __getitem__(self, index: Any) -> Any:
+        v = self._values
+        return (v if v is not None else self._decode())[index]
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self._plain(self)
+
+    def index(self, value: Any, *args: Any) -> int:
+        return self._plain(self).index(value, *args)
+
+    def count(self, value: Any) -> int:
+        return self._plain(self).count(value)
+
+    @staticmethod
+    def _plain(other: Any) -> Any:
+        """The plain tuple of a TupleValues or a tuple, else None."""
+        if type(other) is TupleValues:
+            v = other._values
+            return v if v is not None else other._decode()
+        return other if isinstance(other, tuple) else None
+
+    def __eq__(self, other: object) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) == plain
+
+    def __ne__(self, other: object) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) != plain
+
+    def __lt__(self, other: Any) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) < plain
+
+    def __le__(self, other: Any) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) <= plain
+
+    def __gt__(self, other: Any) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) > plain
+
+    def __ge__(self, other: Any) -> bool:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) >= plain
+
+    def __hash__(self) -> int:
+        return hash(self._plain(self))
+
+    def __add__(self, other: Any) -> tuple[Any, ...]:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else self._plain(self) + plain
+
+    def __radd__(self, other: Any) -> tuple[Any, ...]:
+        plain = self._plain(other)
+        return NotImplemented if plain is None else plain + self._plain(self)
+
+    def __repr__(self) -> str:
+        return repr(self._plain(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self._plain(self),))
+
+
+Sequence.register(TupleValues)
+
+
+def _tidy(lines: list[str], trace: bool) -> list[str]:
+    """Drop the prologue's work that a decoder does not need: the unpackers it never calls,
+    and (fast path) ``p = 0`` then ``p += 1`` for the tag becomes ``p = 1``."""
+    body = "\n".join(lines[3:])
+    out = [lines[0]]
+    if not trace and lines[3] == "    p += 1":
+        out.append("    p = 1")
+        rest = lines[4:]
+    else:
+        out.append(lines[1])
+        rest = lines[3:]
+    if "i32(" in body:
+        out.append(lines[2])
+    if "u32(" in body:
+        out.append("    u32 = _U32_unpack")
+    return out + rest
 
 
 def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | None = None) -> Codec:
@@ -621,6 +848,10 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "_strb": _strb,
         "_tuple": _tuple,
         "_new": object.__new__,
+        "_U32_unpack": _KIND_U32.unpack_from,
+        "_TV": TupleValues,
+        "_tv_raw": TupleValues.raw.__set__,  # type: ignore[attr-defined]
+        "_tv_values": TupleValues._values.__set__,  # type: ignore[attr-defined]
     }
     consts: dict[str, Any] = {}
     lowered = _ir.lower(name, layout)
@@ -629,6 +860,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
     for trace in (False, True):
         g = _Gen(nested, consts)
         g.trace = trace
+        g.lazy_tuples = not trace
         fn = "explain" if trace else "decode"
         sig = "data, in_stream, abort_tail, binary_ok, tr" if trace else "data, in_stream, abort_tail, binary_ok=True"
         g.emit(0, f"def {fn}({sig}):")
@@ -650,7 +882,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
             g.emit(1, f"{setter}(m, f_{n})")
         g.emit(1, "return m")
         fields = names
-        sources.append("\n".join(g.lines))
+        sources.append("\n".join(_tidy(g.lines, trace)))
     g = _Gen(nested, consts)
     g.emit(0, "def encode(m):")
     g.emit(1, "out = []")

@@ -6,12 +6,14 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+from .._codegen import TupleValues
 from ..errors import DecodeError, OptionError
 from . import _catalogue, _state
 from . import messages as m
 from ._codec import _DECODERS, BAD_INPUT, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
+_LAZY = TupleValues
 
 __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming"]
 
@@ -62,7 +64,10 @@ def decode_message(
     R Y I U D T M carry an xid prefix); ``streaming="parallel"`` makes Stream Abort carry its
     abort LSN and time. Raises :class:`DecodeError` for anything that is not a message.
     """
-    abort_tail = _abort_tail(protocol_version, streaming, in_stream)
+    if in_stream is False and streaming == "off" and protocol_version in (1, 2, 3, 4):
+        abort_tail = False  # the default context, valid as it is (no cache lookup)
+    else:
+        abort_tail = _abort_tail(protocol_version, streaming, in_stream)
     if type(payload) is not bytes:
         payload = bytes(payload)
     fn = _DECODERS.get(payload[0]) if payload else None
@@ -117,11 +122,9 @@ class PgOutputDecoder:
         self._abort_tail = self.streaming == "parallel"
         #: Violations seen in non-strict mode (and erratum notes in both modes).
         self.warnings: list[DecodeError] = []
-        #: The relation cache: Relation messages by relation OID.
-        self.relations: dict[int, m.Relation] = {}
+        self._relations: dict[int, m.Relation] = {}
         #: Type messages by type OID.
         self.types: dict[int, m.Type] = {}
-        self.state: str = _state.IDLE
         #: Streamed transactions started and not yet committed, aborted or prepared.
         self.open_streams: set[int] = set()
         self._stream_xid: int | None = None
@@ -134,9 +137,9 @@ class PgOutputDecoder:
             "P": self._on_prepare,
             "R": self._on_relation,
             "Y": self._on_type,
-            "I": self._on_insert,
-            "U": self._on_update,
-            "D": self._on_delete,
+            "I": self._on_insert(),
+            "U": self._on_update(),
+            "D": self._on_delete(),
             "T": self._on_truncate,
             "M": self._on_message,
             "S": self._on_stream_start,
@@ -151,13 +154,22 @@ class PgOutputDecoder:
         # (strict); a lenient decoder accepts them and records a warning.
         self._binary_ok = self.binary or not self.strict
         self._lenient_binary = not self.binary and not self.strict
+        if self._lenient_binary:
+            for tag, fields in (("I", ("new_tuple",)), ("U", ("old_tuple", "new_tuple")),
+                                ("D", ("old_tuple",))):
+                self._checks[tag] = self._with_binary_check(self._checks[tag], fields)
         #: (state -> tag -> (next state, checks)), from _state.TRANSITIONS and the options.
         self._table: dict[str, dict[str, tuple[str, Any]]] = {s: {} for s in _state.STATES}
-        self._fast: dict[str, dict[int, tuple[Any, str, Any]]] = {s: {} for s in _state.STATES}
+        #: (state -> tag byte -> (decoder, in_stream, checks, next state or None to stay)):
+        #: what decode() needs, in one lookup.
+        self._fast: dict[str, dict[int, tuple[Any, bool, Any, str | None]]] = {s: {} for s in _state.STATES}
         for (state, tag), nxt in _state.TRANSITIONS.items():
             handler = self._handler(tag)
             self._table[state][tag] = (nxt, handler)
-            self._fast[state][ord(tag)] = (_DECODERS[ord(tag)], nxt, handler)
+            self._fast[state][ord(tag)] = (
+                _DECODERS[ord(tag)], state == _STREAM, handler, None if nxt == state else nxt,
+            )
+        self.state = _state.IDLE
 
     @property
     def options(self) -> dict[str, Any]:
@@ -170,6 +182,21 @@ class PgOutputDecoder:
             "messages": self.messages,
             "strict": self.strict,
         }
+
+    @property
+    def relations(self) -> dict[int, m.Relation]:
+        """The relation cache: Relation messages by relation OID."""
+        return self._relations
+
+    @property
+    def state(self) -> str:
+        """The position in the stream: a state of ``_state.STATES``."""
+        return self._state
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._state = value
+        self._here = self._fast[value]
 
     @property
     def in_stream(self) -> bool:
@@ -193,25 +220,27 @@ class PgOutputDecoder:
         """Decode the next payload of the stream."""
         index = self._index
         self._index = index + 1
-        state = self.state
         msg: m.PgOutputMessage
         try:
-            # (decoder, next state, checks) of this tag in this state: one lookup
-            fn, nxt, check = self._fast[state][payload[0]]
+            # (decoder, in_stream, checks, next state) of this tag in this state: one lookup
+            fn, in_stream, check, nxt = self._here[payload[0]]
         except Exception:
             # empty, an unknown tag, or a message not legal here: not decoded yet
             msg = self._decode_slow(payload, index, explain_only=False)
         else:
             try:
-                msg = fn(payload, state is _STREAM, self._abort_tail, self._binary_ok)
+                msg = fn(payload, in_stream, self._abort_tail, self._binary_ok)
             except BAD_INPUT:
                 # bad bytes or non-UTF-8 text: the fast path ran once, explain it once
                 msg = self._decode_slow(payload, index, explain_only=True)
             else:
                 if check is not None:
                     check(msg, index)
-                self.state = nxt
+                if nxt is not None:
+                    self._state = nxt  # the state setter, inline
+                    self._here = self._fast[nxt]
                 return msg
+        state = self._state
         entry = self._table[state].get(msg.tag)
         if entry is None:
             self._violation(
@@ -319,7 +348,8 @@ class PgOutputDecoder:
         self._begin = msg
 
     def _on_commit(self, msg: Any, index: int) -> None:
-        self._check_flags(msg, index)
+        if msg.flags and self.strict:
+            self._check_flags(msg, index)
         begin = self._begin
         if isinstance(begin, m.Begin) and begin.final_lsn != msg.commit_lsn:
             self._violation(
@@ -348,36 +378,71 @@ class PgOutputDecoder:
     def _on_type(self, msg: Any, index: int) -> None:
         self.types[msg.type_oid] = msg
 
-    def _on_insert(self, msg: Any, index: int) -> None:
-        rel = self.relations.get(msg.relation_id)
-        if rel is None or len(msg.new_tuple) != len(rel.columns):
-            self._check_tuple(msg, rel, "new_tuple", msg.new_tuple, index)
-        if self._lenient_binary:
-            self._check_binary(msg, "new_tuple", msg.new_tuple, index)
+    # The row checks run for every Insert, Update and Delete: closures over the relation
+    # cache. Tuples are plain tuples (C codec) or TupleValues (Python codec), whose raw[2]
+    # is its len() without a call to a Python __len__.
+    def _on_insert(self) -> Any:
+        relations = self._relations
+        check_tuple = self._check_tuple
 
-    def _on_update(self, msg: Any, index: int) -> None:
-        rel = self.relations.get(msg.relation_id)
-        ncols = -1 if rel is None else len(rel.columns)
-        old = msg.old_tuple
-        if len(msg.new_tuple) != ncols or (old is not None and len(old) != ncols):
-            if old is not None:
-                self._check_tuple(msg, rel, "old_tuple", old, index)
-            self._check_tuple(msg, rel, "new_tuple", msg.new_tuple, index)
-        if msg.old_kind == "O":
-            self._check_full(msg, rel, index)
-        if self._lenient_binary:
-            if old is not None:
-                self._check_binary(msg, "old_tuple", old, index)
-            self._check_binary(msg, "new_tuple", msg.new_tuple, index)
+        def on_insert(msg: Any, index: int) -> None:
+            new = msg.new_tuple
+            try:
+                if (new.raw[2] if type(new) is _LAZY else len(new)) == len(relations[msg.relation_id].columns):
+                    return
+            except KeyError:
+                pass
+            check_tuple(msg, relations.get(msg.relation_id), "new_tuple", new, index)
 
-    def _on_delete(self, msg: Any, index: int) -> None:
-        rel = self.relations.get(msg.relation_id)
-        if rel is None or len(msg.old_tuple) != len(rel.columns):
-            self._check_tuple(msg, rel, "old_tuple", msg.old_tuple, index)
-        if msg.old_kind == "O":
-            self._check_full(msg, rel, index)
-        if self._lenient_binary:
-            self._check_binary(msg, "old_tuple", msg.old_tuple, index)
+        return on_insert
+
+    def _on_update(self) -> Any:
+        relations = self._relations
+        check_tuple = self._check_tuple
+        check_full = self._check_full
+
+        def on_update(msg: Any, index: int) -> None:
+            rel = relations.get(msg.relation_id)
+            ncols = -1 if rel is None else len(rel.columns)
+            old = msg.old_tuple
+            new = msg.new_tuple
+            if (new.raw[2] if type(new) is _LAZY else len(new)) != ncols or (
+                old is not None and (old.raw[2] if type(old) is _LAZY else len(old)) != ncols
+            ):
+                if old is not None:
+                    check_tuple(msg, rel, "old_tuple", old, index)
+                check_tuple(msg, rel, "new_tuple", new, index)
+            if msg.old_kind == "O":
+                check_full(msg, rel, index)
+
+        return on_update
+
+    def _on_delete(self) -> Any:
+        relations = self._relations
+        check_tuple = self._check_tuple
+        check_full = self._check_full
+
+        def on_delete(msg: Any, index: int) -> None:
+            rel = relations.get(msg.relation_id)
+            old = msg.old_tuple
+            if rel is None or (old.raw[2] if type(old) is _LAZY else len(old)) != len(rel.columns):
+                check_tuple(msg, rel, "old_tuple", old, index)
+            if msg.old_kind == "O":
+                check_full(msg, rel, index)
+
+        return on_delete
+
+    def _with_binary_check(self, check: Any, fields: tuple[str, ...]) -> Any:
+        """*check*, then (lenient decoders without binary) a warning for any 'b' value."""
+
+        def checked(msg: Any, index: int) -> None:
+            check(msg, index)
+            for name in fields:
+                values = getattr(msg, name)
+                if values is not None:
+                    self._check_binary(msg, name, values, index)
+
+        return checked
 
     def _check_tuple(self, msg: Any, rel: m.Relation | None, field: str, values: Any, index: int) -> None:
         name = type(msg).__name__
