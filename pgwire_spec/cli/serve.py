@@ -18,6 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transcript", metavar="FILE",
                    help="write the transcript of every message (JSON lines) to FILE at exit")
     p.add_argument("--quiet", action="store_true", help="print only the address line")
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="a folder the scenario's replay files may also come from (repeatable; by default only "
+                   "the scenario's own folder and the shipped corpus)")
     limits = p.add_argument_group("limits (override the scenario's server: section)")
     limits.add_argument("--max-connections", type=int, metavar="N",
                         help="connections served at once; one more is refused with 53300 (default 1000)")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from ..walsender import load_scenario
 
     path = scenario_path(args.scenario)
-    scenario = load_scenario(str(path))
+    scenario = load_scenario(str(path), allow_paths=args.allow_path)
     if str(path) != args.scenario and not args.quiet:
         print(f"scenario {args.scenario}: {path}", file=sys.stderr, flush=True)
     if not 0 <= args.port <= 65535:

@@ -19,14 +19,31 @@ server version unless the scenario names one; the recording's publication and sl
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._resources import fixtures_dir
 from ..lsn import parse_lsn
-from .scenario import AuthConfig, Publication, RawStream, Scenario, ScenarioError, ServerInfo, Slot
+from .scenario import (
+    AuthConfig,
+    Publication,
+    RawStream,
+    Scenario,
+    ScenarioError,
+    ServerInfo,
+    Slot,
+    check_bounds,
+)
+
+#: The most messages a ``hypothesis:`` replay may ask for (draws are searched until one is
+#: that long: bounded so a scenario cannot make loading run for minutes).
+MAX_MIN_MESSAGES = 200
 
 __all__ = ["Recording", "load_replay", "from_fixture", "from_session", "from_stream", "zero_lsn_rule"]
 
@@ -41,17 +58,45 @@ class Recording:
     database: str | None = None
 
 
-def _read_json(path: Path, where: str) -> Any:
+#: The most bytes a recording may hold (after gzip decompression).
+MAX_RECORDING_BYTES = 256 << 20
+
+
+def read_recording(path: Path, where: str) -> bytes:
+    """A recording's bytes: a regular file (not a device, FIFO or folder) of at most
+    MAX_RECORDING_BYTES, gunzipped when compressed, read without ever holding more."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ScenarioError(where, "a readable recording file", str(exc)) from None
-    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(where, "a regular recording file", f"{path}: not a regular file")
+        if st.st_size > MAX_RECORDING_BYTES:
+            raise ScenarioError(where, f"a recording of at most {MAX_RECORDING_BYTES:,} bytes",
+                                f"{path}: {st.st_size:,} bytes")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RECORDING_BYTES + 1)
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return json.loads(raw)
-    except (OSError, ValueError) as exc:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as g:
+                raw = g.read(MAX_RECORDING_BYTES + 1)
+    except OSError as exc:  # gzip.BadGzipFile included
+        raise ScenarioError(where, "a readable recording file (optionally gzip-compressed)", str(exc)) from None
+    except EOFError as exc:
+        raise ScenarioError(where, "a whole gzip stream", str(exc)) from None
+    if len(raw) > MAX_RECORDING_BYTES:
+        raise ScenarioError(where, f"a recording of at most {MAX_RECORDING_BYTES:,} bytes once decompressed",
+                            f"{path}: more")
+    return raw
+
+
+def _read_json(path: Path, where: str) -> Any:
+    raw = read_recording(path, where)
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ScenarioError(where, "JSON nested at most a few hundred levels", "deeper nesting") from None
+    except ValueError as exc:
         raise ScenarioError(where, "JSON (optionally gzip-compressed)", str(exc)[:200]) from None
+    check_bounds(data, where)
+    return data
 
 
 def zero_lsn_rule(tags: Sequence[str], lsns: Sequence[int]) -> list[int]:
@@ -131,9 +176,9 @@ def from_session(path: str | Path, *, where: str = "replay") -> Recording:
 def from_payloads_file(path: str | Path, *, where: str = "replay") -> Recording:
     """One payload per line: hex, or a JSON object with ``hex`` and optionally ``lsn``."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(where, "a readable payload file", str(exc)) from None
+        lines = read_recording(Path(path), where).decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(where, "a UTF-8 payload file", str(exc)) from None
     payloads, lsns = [], []
     for n, line in enumerate(lines, 1):
         line = line.strip()
@@ -156,16 +201,31 @@ def from_payloads_file(path: str | Path, *, where: str = "replay") -> Recording:
     return Recording(RawStream(tuple(payloads)), ("pub",))
 
 
-def _find(name: Any, base: Path | None) -> Path:
+def _find(name: Any, base: Path | None, roots: tuple[Path, ...] | None = None, where: str = "replay") -> Path:
+    """The file *name* names: relative to the scenario's folder *base* (or the current
+    directory); with *roots*, it must resolve (symbolic links followed) inside one of them
+    or the shipped corpus."""
     path = Path(str(name))
-    if path.is_absolute() or path.exists() or base is None:
-        return path
-    return base / path
+    if roots is None:
+        if path.is_absolute() or path.exists() or base is None:
+            return path
+        return base / path
+    if not path.is_absolute():
+        assert base is not None
+        path = base / path
+    resolved = path.resolve()
+    allowed = (*roots, fixtures_dir().resolve())
+    if not any(resolved.is_relative_to(r) for r in allowed):
+        raise ScenarioError(where, "a file under the scenario's folder or the shipped corpus (allow others "
+                            "with allow_paths / serve --allow-path)", str(name))
+    return resolved
 
 
-def load_replay(spec: Any, where: str = "replay", *, base: Path | None = None) -> Recording:
+def load_replay(spec: Any, where: str = "replay", *, base: Path | None = None,
+                roots: tuple[Path, ...] | None = None) -> Recording:
     """The ``replay:`` section of a scenario (relative paths: from the current directory,
-    then from *base*, the scenario file's directory)."""
+    then from *base*, the scenario file's directory; with *roots* only from *base*, and
+    the file must lie under one of *roots* or the shipped corpus)."""
     if isinstance(spec, str):
         spec = {"fixture": spec} if "fixture" in spec or spec.endswith(".json.gz") else {"payloads": spec}
     if not isinstance(spec, Mapping):
@@ -179,24 +239,33 @@ def load_replay(spec: Any, where: str = "replay", *, base: Path | None = None) -
         raise ScenarioError(where, "exactly one of fixture, session, payloads, hex, hypothesis",
                             ", ".join(sorted(sources)) or "none")
     if "fixture" in spec:
-        rec = from_fixture(_find(spec["fixture"], base), spec.get("group"), where=where)
+        rec = from_fixture(_find(spec["fixture"], base, roots, where), spec.get("group"), where=where)
     elif "session" in spec:
-        rec = from_session(_find(spec["session"], base), where=where)
+        rec = from_session(_find(spec["session"], base, roots, where), where=where)
     elif "hypothesis" in spec:
         args = spec["hypothesis"] or {}
         if not isinstance(args, Mapping):
             raise ScenarioError(f"{where}.hypothesis", "a mapping like {seed: 7, protocol_version: 2}", repr(args))
         kwargs = dict(args)
         seed = kwargs.pop("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+            raise ScenarioError(f"{where}.hypothesis.seed", "an integer from 0 to 2^64-1", repr(seed)[:80])
+        least = kwargs.get("min_messages", 8)
+        if isinstance(least, bool) or not isinstance(least, int) or not 1 <= least <= MAX_MIN_MESSAGES:
+            raise ScenarioError(f"{where}.hypothesis.min_messages", f"an integer from 1 to {MAX_MIN_MESSAGES}",
+                                repr(least)[:80])
         try:
-            stream = draw_stream(int(seed), **kwargs)
-        except TypeError as exc:
-            raise ScenarioError(f"{where}.hypothesis", "arguments of pgwire_spec.strategies.streams", str(exc)) from None
+            stream = draw_stream(seed, **kwargs)
+        except Exception as exc:  # a wrong argument: TypeError, hypothesis' InvalidArgument, ...
+            if isinstance(exc, ScenarioError):
+                raise
+            raise ScenarioError(f"{where}.hypothesis", "arguments of pgwire_spec.strategies.streams",
+                                f"{type(exc).__name__}: {exc}"[:200]) from None
         sc = from_stream(stream)
         assert sc.raw is not None
         rec = Recording(sc.raw, ("pub",))
     elif "payloads" in spec:
-        rec = from_payloads_file(_find(spec["payloads"], base), where=where)
+        rec = from_payloads_file(_find(spec["payloads"], base, roots, where), where=where)
     else:
         items = spec["hex"]
         if not isinstance(items, list):

@@ -496,9 +496,24 @@ class Scenario:
         return compile_history(self, include_initial=include_initial).final_rows(table)
 
 
-def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
-    """A scenario from a YAML/JSON file path, a YAML/JSON text, or a mapping."""
+#: Bounds of what a scenario file may make the loader do (files from pull requests are
+#: served in shared CI): the file's size, nesting depth, nodes after YAML alias expansion
+#: (a "billion laughs" file is refused while it is parsed), one string's length, one
+#: list's or mapping's entries.
+MAX_SCENARIO_BYTES = 256 << 20
+MAX_DEPTH = 64
+MAX_NODES = 10_000_000
+MAX_STRING = 16 << 20
+MAX_ITEMS = 2_000_000
+
+
+def load_scenario(source: str | Path | Mapping[str, Any], *, allow_paths: Sequence[str | Path] = ()) -> Scenario:
+    """A scenario from a YAML/JSON file path, a YAML/JSON text, or a mapping.
+
+    Files a scenario file names (``replay:``) must lie under its folder, the shipped corpus,
+    or one of *allow_paths*."""
     if isinstance(source, Mapping):
+        check_bounds(source, "scenario")
         return Scenario.from_dict(source)
     name = "scenario"
     base: Path | None = None
@@ -513,23 +528,110 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
             is_file = is_dir = False
         if not is_file:
             raise ScenarioError(str(source), "a scenario file (YAML or JSON)",
-                                "a directory" if is_dir else "no such file")
+                                "a directory" if is_dir else "no such file or not a regular file")
         try:
+            size = path.stat().st_size
+            if size > MAX_SCENARIO_BYTES:
+                raise ScenarioError(str(path), f"a scenario file of at most {MAX_SCENARIO_BYTES >> 20} MiB",
+                                    f"{size:,} bytes")
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(str(path), "a readable UTF-8 YAML or JSON file", str(exc)) from None
         name = path.stem
         base = path.resolve().parent
     where = str(source) if base is not None else name
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(where, f"a scenario of at most {MAX_SCENARIO_BYTES >> 20} MiB", f"{len(text):,} characters")
     data = _parse_text(text, where)
     if not isinstance(data, Mapping):
         raise ScenarioError(where, "a mapping at the top level", type(data).__name__)
+    check_bounds(data, where)
+    allow = tuple(Path(p).resolve() for p in allow_paths)
     if base is None:
         return Scenario.from_dict(data, name=name, base=base)
     try:
-        return Scenario.from_dict(data, name=name, base=base)
+        return _Loader(base, allow).scenario(data, name)
     except ScenarioError as err:  # name the file, then the entry inside it
         raise ScenarioError(f"{where}: {err.path}" if err.path else where, err.expected, err.found) from None
+
+
+def check_bounds(data: Any, where: str) -> None:
+    """Refuse a parsed scenario deeper than MAX_DEPTH, with more than MAX_NODES nodes
+    (aliases counted each time they are used), a string longer than MAX_STRING or a
+    collection of more than MAX_ITEMS entries; iterative, so bounded in time and stack."""
+    nodes = 0
+    stack: list[tuple[Any, int, Any, Any]] = [(data, 0, None, None)]
+    while stack:
+        entry = stack.pop()
+        value, depth, _, _ = entry
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise ScenarioError(where, f"at most {MAX_NODES:,} values (YAML aliases counted where used)",
+                                f"more, at {_entry_path(entry)}")
+        if isinstance(value, (str, bytes)):
+            if len(value) > MAX_STRING:
+                raise ScenarioError(f"{where}: {_entry_path(entry)}", f"a string of at most {MAX_STRING:,} characters",
+                                    f"{len(value):,}")
+            continue
+        if isinstance(value, (Mapping, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise ScenarioError(f"{where}: {_entry_path(entry)}", f"nesting at most {MAX_DEPTH} levels deep",
+                                    "deeper nesting")
+            if len(value) > MAX_ITEMS:
+                raise ScenarioError(f"{where}: {_entry_path(entry)}", f"at most {MAX_ITEMS:,} entries",
+                                    f"{len(value):,}")
+            children = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for k, v in children:
+                if isinstance(v, (str, bytes, Mapping, list, tuple)):
+                    stack.append((v, depth + 1, entry, k))
+                else:
+                    nodes += 1
+
+
+def _entry_path(entry: tuple[Any, int, Any, Any]) -> str:
+    parts: list[str] = []
+    while entry[2] is not None:
+        key = entry[3]
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+        entry = entry[2]
+    return "".join(reversed(parts)).lstrip(".") or "the top level"
+
+
+def _yaml_loader() -> Any:
+    """A safe YAML loader (no object construction) that refuses, while composing, nesting
+    deeper than MAX_DEPTH and documents whose aliases expand past MAX_NODES nodes."""
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self._depth = 0
+            self._sizes: dict[int, int] = {}
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nesting deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+            sizes = self._sizes
+            if id(node) not in sizes:
+                if isinstance(node, yaml.MappingNode):
+                    size = 1 + sum(sizes.get(id(k), 1) + sizes.get(id(v), 1) for k, v in node.value)
+                elif isinstance(node, yaml.SequenceNode):
+                    size = 1 + sum(sizes.get(id(v), 1) for v in node.value)
+                else:
+                    size = 1
+                if size > MAX_NODES:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"more than {MAX_NODES:,} values once aliases are expanded", node.start_mark)
+                sizes[id(node)] = size
+            return node
+
+    return BoundedLoader
 
 
 def _parse_text(text: str, where: str) -> Any:
@@ -539,16 +641,24 @@ def _parse_text(text: str, where: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError:
             pass
+        except RecursionError:
+            raise ScenarioError(where, f"nesting at most {MAX_DEPTH} levels deep", "deeper nesting") from None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            raise ScenarioError(where, "valid JSON", str(exc)[:200]) from None
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{where}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else where
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         context = getattr(exc, "context", None)
         raise ScenarioError(at, "valid YAML or JSON", f"{problem}" + (f" ({context})" if context else "")) from None
+    except RecursionError:
+        raise ScenarioError(where, f"nesting at most {MAX_DEPTH} levels deep", "deeper nesting") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ScenarioError(where, "valid YAML or JSON", str(exc)[:200]) from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -558,6 +668,11 @@ def _parse_text(text: str, where: str) -> Any:
 _IDENTITY = {"default": "d", "full": "f", "index": "i", "nothing": "n", "d": "d", "f": "f", "i": "i", "n": "n"}
 _AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
 _ACTIONS = ACTIONS
+
+
+#: The largest LSN (XLogRecPtr) and the largest xid, timeline or OID (32-bit).
+MAX_U64 = (1 << 64) - 1
+MAX_U32 = (1 << 32) - 1
 
 
 def _describe(value: Any) -> str:
@@ -612,20 +727,23 @@ def route_row(tables: Mapping[str, Table], table: Table, row: Mapping[str, Any])
 
 def lsn_value(path: str, value: Any) -> int:
     """An LSN of a scenario at *path*: a non-negative integer or the text form ``X/X``."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_U64:
         return value
     if isinstance(value, str):
         try:
             return parse_lsn(value)
         except ValueError:
             pass
-    raise ScenarioError(path, "an LSN like '0/1500000'", _describe(value))
+    raise ScenarioError(path, "an LSN like '0/1500000' (or an integer from 0 to 2^64-1)", _describe(value))
 
 
 class _Loader:
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(self, base: Path | None = None, allow: tuple[Path, ...] | None = None) -> None:
         self.tables: dict[str, Table] = {}
         self.base = base
+        #: Folders a scenario file's replay may read beyond its own (None: no restriction,
+        #: a scenario built in code).
+        self.allow = allow
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
@@ -656,14 +774,15 @@ class _Loader:
             except ValueError:
                 raise ScenarioError(path, "a time like 2025-01-01T00:00:00Z", _describe(value)) from None
             return _Loader.time(path, parsed)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ScenarioError(path, "a time like 2025-01-01T00:00:00Z", _describe(value))
+        if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 63:
+            return value  # a TimestampTz: microseconds since 2000-01-01, 64-bit
+        raise ScenarioError(path, "a time like 2025-01-01T00:00:00Z (or µs since 2000-01-01, 64-bit)",
+                            _describe(value))
 
     @staticmethod
-    def integer(path: str, value: Any, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ScenarioError(path, f"an integer >= {minimum}", _describe(value))
+    def integer(path: str, value: Any, minimum: int = 0, maximum: int = MAX_U32) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise ScenarioError(path, f"an integer from {minimum} to {maximum}", _describe(value))
         return value
 
     @staticmethod
@@ -730,7 +849,8 @@ class _Loader:
         if data.get("replay") is not None:
             from .replay import load_replay
 
-            rec = load_replay(data["replay"], "replay", base=self.base)
+            roots = None if self.allow is None or self.base is None else (self.base, *self.allow)
+            rec = load_replay(data["replay"], "replay", base=self.base, roots=roots)
             if isinstance(server_data, Mapping):
                 defaults: dict[str, Any] = {}
                 if rec.version:
@@ -1168,12 +1288,12 @@ class _Loader:
     def keepalive(self, data: Any) -> KeepaliveConfig:
         d = self.keys("keepalive", data, ("interval", "reply_requested", "advance"))
         interval = d.get("interval", 10.0)
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-            raise ScenarioError("keepalive.interval", "a number of seconds > 0", _describe(interval))
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < interval <= 86400:
+            raise ScenarioError("keepalive.interval", "a number of seconds > 0, at most 86400", _describe(interval))
         return KeepaliveConfig(
             float(interval),
             self.boolean("keepalive.reply_requested", d.get("reply_requested", False)),
-            self.integer("keepalive.advance", d.get("advance", 0)),
+            self.integer("keepalive.advance", d.get("advance", 0), 0, MAX_U64),
         )
 
     # -- history ---------------------------------------------------------------------------
