@@ -16,7 +16,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed at start)")
     p.add_argument("--transcript", metavar="FILE",
-                   help="write the transcript of every message (JSON lines) to FILE at exit")
+                   help="write the transcript of every message (JSON lines) to FILE, older entries as the "
+                   "server runs (memory stays bounded), the rest at exit")
+    p.add_argument("--transcript-limit", type=int, default=10_000, metavar="N",
+                   help="with --transcript: records kept in memory before they are written (default 10000)")
     p.add_argument("--quiet", action="store_true", help="print only the address line")
     p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
                    help="a folder the scenario's replay files may also come from (repeatable; by default only "
@@ -84,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(str(path), allow_paths=args.allow_path)
     if str(path) != args.scenario and not args.quiet:
         print(f"scenario {args.scenario}: {path}", file=sys.stderr, flush=True)
+    if args.transcript_limit < 1:
+        raise ValueError(f"--transcript-limit: expected a number of records >= 1, found {args.transcript_limit}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"expected a port from 0 to 65535, found {args.port}")
     args.limits = _limits(scenario, args)
@@ -107,7 +112,9 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
 
     control_at = parse_control(args.control)
     server = FakeWalsender(scenario, host=args.host, port=args.port,  # type: ignore[arg-type]
-                           record=bool(args.transcript) or control_at is not None, limits=args.limits)
+                           record=bool(args.transcript) or control_at is not None, limits=args.limits,
+                           transcript_file=args.transcript or None,
+                           transcript_limit=args.transcript_limit if args.transcript else None)
     await server.start()
     stop = asyncio.Event()
     control = None
@@ -142,10 +149,7 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
     finally:
         if control is not None:
             await control.stop()
-        await server.stop()
-        if args.transcript:
-            with open(args.transcript, "w", encoding="utf-8") as f:
-                f.write(server.transcript.jsonl() + "\n")
+        await server.stop()  # also writes the transcript's last records
     if not args.quiet:
         print(f"stopped after {server.state.count} connection(s)", file=sys.stderr)
     return 0

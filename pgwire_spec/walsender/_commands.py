@@ -178,8 +178,7 @@ class _Commands:
             self._create_slot(cmd)
             return False
         if isinstance(cmd, rc.DropReplicationSlot):
-            self._drop_slot(cmd)
-            return False
+            return self._drop_slot(cmd)
         if isinstance(cmd, rc.ReadReplicationSlot):
             self._read_slot(cmd)
             return False
@@ -263,14 +262,39 @@ class _Commands:
             raise ServerError("42704", f'replication slot "{name}" does not exist')
         return slot
 
-    def _drop_slot(self, cmd: rc.DropReplicationSlot) -> None:
+    def _drop_slot(self, cmd: rc.DropReplicationSlot) -> bool:
+        """Drop the slot; True when WAIT waits for the connection using it (ReadyForQuery
+        comes once dropped: :meth:`_retry_drop`)."""
         slot = self._slot(cmd.slot_name)
         if slot.active is not None and slot.active != self.id:
+            if cmd.wait:
+                # walsender.c DropReplicationSlot -> ReplicationSlotAcquire(name, nowait =
+                # false): sleep until the slot is released, then drop it.
+                self.drop_waiting = slot.name
+                return True
             other = self.server.connections.get(slot.active)
             raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
                                        f'{other.pid if other else 0}')
         del self.server.slots[slot.name]
         self.send(CommandComplete("DROP_REPLICATION_SLOT"))
+        return False
+
+    def _retry_drop(self) -> bool:
+        """A DROP_REPLICATION_SLOT … WAIT: finish it if the slot is free (or gone: the
+        error a real server gives); True while it still waits."""
+        name = self.drop_waiting
+        assert name is not None
+        slot = self.server.slots.get(name)
+        if slot is not None and slot.active is not None and slot.active != self.id:
+            return True
+        self.drop_waiting = None
+        if slot is None:
+            self.send_error(ServerError("42704", f'replication slot "{name}" does not exist'))
+        else:
+            del self.server.slots[name]
+            self.send(CommandComplete("DROP_REPLICATION_SLOT"))
+        self._ready()
+        return False
 
     def _read_slot(self, cmd: rc.ReadReplicationSlot) -> None:
         slot = self.server.slots.get(cmd.slot_name)

@@ -74,6 +74,9 @@ __all__ = ["ServerState", "Connection", "ConnectionStatus", "SlotState", "Send",
 #: whole message among them).
 INPUT_HIGH_WATER = 1 << 18
 
+#: How often a DROP_REPLICATION_SLOT … WAIT looks whether the slot was released (seconds).
+DROP_WAIT_POLL = 0.02
+
 #: Seconds between 1970-01-01 and 2000-01-01 (the protocol's epoch).
 _PG_EPOCH_UNIX = 946684800
 
@@ -368,6 +371,8 @@ class Connection(_Startup, _Commands, _Streaming):
         self.close_action: Close | None = None
         self.eof = False
         self.cancel_requested = False
+        #: The slot a DROP_REPLICATION_SLOT … WAIT waits for.
+        self.drop_waiting: str | None = None
         self.bytes_sent = 0
         self.messages_sent = 0
         #: Positions the client reported ('r'): write, flush, apply.
@@ -461,6 +466,10 @@ class Connection(_Startup, _Commands, _Streaming):
                         return self._gone()
                     return Wait(stream.paused_until)
                 stream.paused_until = None
+        if self.drop_waiting is not None and self._retry_drop():
+            if self.eof:
+                return self._gone()
+            return Wait(now + DROP_WAIT_POLL)  # nothing tells this connection; look again soon
         self._handle_input(now)
         if self.out:
             return self._flush()
@@ -472,6 +481,8 @@ class Connection(_Startup, _Commands, _Streaming):
             return self.delegate.produce(now)
         if self.phase in ("startup", "auth"):
             return Wait(self.auth_deadline)
+        if self.drop_waiting is not None:
+            return Wait(now + DROP_WAIT_POLL)
         return Wait(None)
 
     def _gone(self) -> Action:

@@ -49,11 +49,14 @@ class FakeWalsender:
     YAML/JSON text or a mapping). Use as ``async with``; ``host``, ``port`` and ``dsn`` tell
     clients where it listens; ``transcript`` records every message (``record=False`` to
     save memory); ``faults`` add to the scenario's own; ``limits`` replace the scenario's
-    (connections, authentication timeout, message lengths)."""
+    (connections, authentication timeout, message lengths). The transcript is unbounded
+    unless ``transcript_limit`` (records kept in memory, a ring) or ``transcript_file``
+    (older records spilled there as JSON lines, the rest at ``stop()``) is given."""
 
     def __init__(self, scenario: Scenario | str | Path | Mapping[str, Any], *, host: str = "127.0.0.1",
                  port: int = 0, record: bool = True, faults: list[Fault] | tuple[Fault, ...] = (),
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, transcript_limit: int | None = None,
+                 transcript_file: str | Path | None = None) -> None:
         self.scenario = _as_scenario(scenario)
         self._host = host
         self._port = port
@@ -64,6 +67,8 @@ class FakeWalsender:
                                  clock=time.monotonic, wall_clock=time.time,
                                  pid=20000 + (os.getpid() % 1000) * 10, random_bytes=os.urandom,
                                  limits=limits)
+        if record and (transcript_limit is not None or transcript_file is not None):
+            self.state.transcript = Transcript(max_records=transcript_limit, spill_to=transcript_file)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: dict[int, asyncio.StreamWriter] = {}
@@ -151,6 +156,8 @@ class FakeWalsender:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if server is not None:
             await server.wait_closed()
+        if self.state.transcript is not None:
+            self.state.transcript.close()
 
     async def serve_forever(self) -> None:
         assert self._server is not None

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, overload
+from pathlib import Path
+from typing import IO, Any, overload
 
 from ..jsonform import to_json
 from ..lsn import format_lsn
@@ -126,33 +127,76 @@ class _StreamRun:
         return out
 
 
-class Transcript:
-    """The entries of one fake server, in the order they happened."""
+def _expand(records: list[Entry | _StreamRun]) -> list[Entry]:
+    out: list[Entry] = []
+    for r in records:
+        if isinstance(r, _StreamRun):
+            out.extend(r.expand())
+        else:
+            out.append(r)
+    return out
 
-    def __init__(self) -> None:
+
+class Transcript:
+    """The entries of one fake server, in the order they happened.
+
+    Unbounded by default. With ``max_records`` it keeps only the most recent records (a
+    record is one entry, or one run of XLogData sent in one go, at most one CHUNK of
+    them) — a ring; with ``spill_to`` as well, the records leaving the ring are appended to
+    that file as JSON lines (the :meth:`jsonl` form) first, and :meth:`close` writes the
+    rest: memory stays bounded, the file holds everything."""
+
+    def __init__(self, *, max_records: int | None = None, spill_to: str | Path | None = None) -> None:
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
+            raise ValueError(f"expected max_records >= 1 or None, found {max_records!r}")
+        if spill_to is not None and max_records is None:
+            max_records = 10_000
+        self.max_records = max_records
         self._raw: list[Entry | _StreamRun] = []
         self._expanded: list[Entry] = []
         self._done = 0
+        #: Records dropped from memory (spilled to the file, or gone from the ring).
+        self.dropped = 0
+        self._spill: IO[str] | None = open(spill_to, "w", encoding="utf-8") if spill_to is not None else None  # noqa: SIM115
 
     def add(self, entry: Entry) -> None:
         self._raw.append(entry)
+        if self.max_records is not None and len(self._raw) >= 2 * self.max_records:
+            self._trim()
 
     def add_stream(self, connection: int, time: float, items: list[Any], start: int, stop: int,
                    send_time: int) -> None:
         """Record XLogData items[start:stop] of a plan, sent at *time* with *send_time*."""
-        self._raw.append(_StreamRun(connection, time, items, start, stop, send_time))
+        self.add(_StreamRun(connection, time, items, start, stop, send_time))  # type: ignore[arg-type]
+
+    def _trim(self) -> None:
+        """Drop (or spill) the oldest records down to max_records (amortised: the list
+        grows to twice the bound, then half of it goes at once)."""
+        assert self.max_records is not None
+        cut = len(self._raw) - self.max_records
+        old, self._raw = self._raw[:cut], self._raw[cut:]
+        if self._spill is not None:
+            self._spill.write("".join(json.dumps(e.as_json()) + "\n" for e in _expand(old)))
+            self._spill.flush()
+        self.dropped += cut
+        # expanded entries are rebuilt from what is kept
+        self._expanded = []
+        self._done = 0
+
+    def close(self) -> None:
+        """With ``spill_to``: write what is still in memory to the file and close it."""
+        if self._spill is not None:
+            self._spill.write("".join(json.dumps(e.as_json()) + "\n" for e in _expand(self._raw)))
+            self._spill.close()
+            self._spill = None
 
     @property
     def entries(self) -> list[Entry]:
-        """Every entry, in order (stream runs expanded on first read)."""
+        """Every entry kept, in order (stream runs expanded on first read)."""
         raw = self._raw
         n = len(raw)
-        for i in range(self._done, n):
-            r = raw[i]
-            if isinstance(r, _StreamRun):
-                self._expanded.extend(r.expand())
-            else:
-                self._expanded.append(r)
+        self._expanded.extend(_expand(raw[self._done:n]))
         self._done = n
         return self._expanded
 

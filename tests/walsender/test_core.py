@@ -179,6 +179,28 @@ def test_start_replication_errors_come_before_copy_both() -> None:
     assert errors(c.query(START))[0][0] == "55006"  # active for another PID
 
 
+def test_drop_replication_slot_wait_waits_for_the_active_connection() -> None:
+    st = state(16)
+    streamer = Client(st)
+    streamer.startup()
+    streamer.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    streamer.query(START)
+    dropper = Client(st)
+    dropper.startup()
+    assert errors(dropper.query("DROP_REPLICATION_SLOT s"))[0][0] == "55006"  # without WAIT: at once
+    assert dropper.query("DROP_REPLICATION_SLOT s WAIT") == []  # waits: no answer yet
+    assert dropper.waits[-1].deadline is not None and "s" in st.slots
+    streamer.copy_done()  # the stream ends, the slot is released
+    out = dropper.pump()
+    assert [type(x).__name__ for x in out] == ["CommandComplete", "ReadyForQuery"] and "s" not in st.slots
+    # a slot dropped by someone else while waiting: the real server's error
+    streamer.query("CREATE_REPLICATION_SLOT t LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    streamer.query(START.replace("SLOT s", "SLOT t"))
+    assert dropper.query("DROP_REPLICATION_SLOT t WAIT") == []
+    del st.slots["t"]
+    assert errors(dropper.pump())[0] == ("42704", 'replication slot "t" does not exist')
+
+
 def test_streaming_hands_out_bounded_chunks() -> None:
     st = ServerState(Scenario.from_dict(items(16, small=2, big=3000, rollback_in_big=False, auth="trust")))
     c = Client(st)
