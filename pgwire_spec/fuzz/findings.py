@@ -140,8 +140,11 @@ def _expected(ctx: dict[str, Any], payloads: Sequence[bytes], f: Finding) -> lis
     return out
 
 
-def write_regression(f: Finding, directory: Path | str, campaign: Campaign) -> Path:
-    """Write *f* as a regression fixture ``<directory>/<id>.json``; return its path."""
+def write_regression(f: Finding, directory: Path | str, campaign: Campaign,
+                     notes: dict[str, str] | None = None) -> Path:
+    """Write *f* as a regression fixture ``<directory>/<id>.json``; return its path.
+    *notes* are added to the fixture's notes (e.g. ``root-cause``: the bug behind it, once
+    someone has read the decoder's code)."""
     from ..capture.fixture import FixtureCase, FixtureFile, FixtureGroup, write_fixture
 
     payloads = list(f.minimised if f.minimised is not None else f.payloads)
@@ -172,6 +175,7 @@ def write_regression(f: Finding, directory: Path | str, campaign: Campaign) -> P
             "found": f"engine {f.engine}, shard {f.shard}, case {f.case_index}, mutations "
                      f"{'+'.join(f.ops) or '-'}; seen {f.count} time(s); minimised from "
                      f"{sum(len(p) for p in f.payloads)} to {sum(len(p) for p in payloads)} bytes",
+            **(notes or {}),
         },
     )
     return write_fixture(fx, Path(directory) / f"{f.id}.json")
