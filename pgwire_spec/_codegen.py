@@ -631,9 +631,11 @@ def _tuple(out: list[bytes], values: Any) -> None:
     for v in values:
         t = type(v)
         if t is str:
-            raw = v.encode(P.ENCODING, P.ERRORS)
-            append(_KIND_LEN.pack(116, len(raw)))
-            append(raw)
+            try:
+                raw = v.encode()  # strict UTF-8, the cheaper call; surrogates need the handler
+            except UnicodeEncodeError:
+                raw = v.encode(P.ENCODING, P.ERRORS)
+            append(_KIND_LEN.pack(116, len(raw)) + raw)
         elif v is None:
             append(b"n")
         elif v is P.UNCHANGED:

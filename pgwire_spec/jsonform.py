@@ -31,6 +31,8 @@ FORMAT_VERSION = 1
 # kind of a field: "lsn", "int", "str", "char", "bool", "bytes", "tuple", "ints", or a class
 _FIELDS: dict[type, list[tuple[str, Any]]] = {}
 _BY_NAME: dict[str, type] = {}
+#: per class: (the JSON object's first keys, [(field, converter or None)]), from _FIELDS
+_OUT: dict[type, tuple[dict[str, Any], list[tuple[str, Any]]]] = {}
 
 
 _INTS = frozenset({"Int8", "Int16", "UInt16", "Int32", "UInt32", "Int64", "Oid", "TransactionId",
@@ -96,12 +98,14 @@ def register(layouts: dict[str, Any], classes: dict[str, type], nested: dict[int
         cls = classes[name]
         _FIELDS[cls] = _layout_fields(_ir.lower(name, layout), nested or {})
         _BY_NAME[name] = cls
+        _OUT.pop(cls, None)
 
 
 def register_plain(cls: type, kinds: dict[str, Any]) -> None:
     """Give a message class that has no construct layout a JSON form, field by field."""
     _FIELDS[cls] = list(kinds.items())
     _BY_NAME[cls.__name__] = cls
+    _OUT.pop(cls, None)
 
 
 register(
@@ -113,11 +117,65 @@ register(repl_grammar.LAYOUTS, dict(repl_messages.MESSAGE_TYPES))
 
 
 def _text_out(value: str) -> Any:
+    if value.isascii():
+        return value
     try:
         value.encode("utf-8")
         return value
     except UnicodeEncodeError:
         return {"hex": value.encode(P.ENCODING, P.ERRORS).hex()}
+
+
+def _tuple_out(values: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for v in values:
+        if type(v) is str:
+            if v.isascii():
+                append({"kind": "t", "text": v})
+                continue
+            t = _text_out(v)
+            append({"kind": "t", "text": t} if t is v else {"kind": "t", "hex": t["hex"]})
+        elif v is None:
+            append({"kind": "n"})
+        elif v is P.UNCHANGED:
+            append({"kind": "u"})
+        elif isinstance(v, str):
+            t = _text_out(v)
+            append({"kind": "t", "hex": t["hex"]} if isinstance(t, dict) else {"kind": "t", "text": t})
+        else:
+            append({"kind": "b", "hex": bytes(v).hex()})
+    return out
+
+
+def _bytes_out(value: Any) -> str:
+    return bytes(value).hex()
+
+
+def _converter(kind: Any) -> Any:
+    """The function giving a non-None value of *kind* its JSON form; None for values that
+    are their own JSON form. The same forms as :func:`_value_out`, chosen once per field."""
+    if kind in ("int", "bool", "char"):
+        return None
+    simple = {"lsn": format_lsn, "str": _text_out, "bytes": _bytes_out, "ints": list, "tuple": _tuple_out}
+    if isinstance(kind, str) and kind in simple:
+        return simple[kind]
+    return lambda value: _value_out(kind, value)
+
+
+
+
+def _out_spec(cls: type) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    try:
+        spec = _FIELDS[cls]
+    except KeyError:
+        raise TypeError(f"no JSON form for {cls.__name__}") from None
+    head: dict[str, Any] = {"type": cls.__name__}
+    tag = getattr(cls, "tag", None)
+    if tag is not None:
+        head["tag"] = tag
+    compiled = _OUT[cls] = (head, [(name, _converter(kind)) for name, kind in spec])
+    return compiled
 
 
 def _text_in(value: Any) -> str:
@@ -142,18 +200,7 @@ def _value_out(kind: Any, value: Any) -> Any:
     if kind == "ints":
         return list(value)
     if kind == "tuple":
-        out = []
-        for v in value:
-            if v is None:
-                out.append({"kind": "n"})
-            elif v is P.UNCHANGED:
-                out.append({"kind": "u"})
-            elif isinstance(v, str):
-                t = _text_out(v)
-                out.append({"kind": "t", "hex": t["hex"]} if isinstance(t, dict) else {"kind": "t", "text": t})
-            else:
-                out.append({"kind": "b", "hex": bytes(v).hex()})
-        return out
+        return _tuple_out(value)
     if isinstance(kind, tuple):
         _, _cls, sub = kind
         return [{n: _value_out(k, getattr(item, n)) for n, k in sub} for item in value]
@@ -212,15 +259,13 @@ def to_json(message: Any) -> dict[str, Any]:
     """The JSON form (a dict ready for ``json.dumps``) of a message object."""
     cls = type(message)
     try:
-        spec = _FIELDS[cls]
+        head, spec = _OUT[cls]
     except KeyError:
-        raise TypeError(f"no JSON form for {cls.__name__}") from None
-    out: dict[str, Any] = {"type": cls.__name__}
-    tag = getattr(cls, "tag", None)
-    if tag is not None:
-        out["tag"] = tag
-    for name, kind in spec:
-        out[name] = _value_out(kind, getattr(message, name))
+        head, spec = _out_spec(cls)
+    out = head.copy()
+    for name, conv in spec:
+        value = getattr(message, name)
+        out[name] = value if conv is None or value is None else conv(value)
     return out
 
 

@@ -218,14 +218,15 @@ def verify_group(group: FixtureGroup, *, file: str = "", sequence: bool = True) 
             continue
         msg = None
         if sequence:
-            if decoder.in_stream != case.in_stream:
+            inside = decoder.in_stream
+            if inside != case.in_stream:
                 out.append(Mismatch(
                     case.id, "context",
                     f"recorded in_stream={case.in_stream}, but replaying the group puts this payload "
-                    f"{'inside' if decoder.in_stream else 'outside'} a streamed block", file=file,
+                    f"{'inside' if inside else 'outside'} a streamed block", file=file,
                 ))
             try:
-                if decoder.in_stream == case.in_stream:
+                if inside == case.in_stream:
                     msg = decoder.decode(data)
                 else:
                     decoder.decode(data)
