@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conform": ("conform", "run the conformance suite against a pgoutput decoder (adapter contract: spec/adapter-contract.md)"),
     "fuzz": ("fuzz", "fuzz the reference decoder or an adapter on Spark (mutation + generation); replay findings"),
     "serve": ("serve", "serve a scenario as a fake PostgreSQL walsender (logical replication) on loopback"),
+    "proxy": ("proxy", "a replication proxy in front of a real PostgreSQL: checks both directions, records session "
+                       "fixtures, plays faults; --control for the HTTP control plane"),
     "export": ("export", "write the golden corpus, spec/ (schemas, rules, errata) and the example scenarios to a folder"),
 }
 

@@ -81,6 +81,10 @@ class ControlClient:
     def remove_fault(self, fault_id: int) -> None:
         self._request("DELETE", f"/v1/faults/{int(fault_id)}")
 
+    def violations(self) -> list[dict[str, Any]]:
+        """The protocol rules either side broke (the proxy's checks)."""
+        return list(self._json("GET", "/v1/violations")["violations"])
+
     def transcript(self, offset: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
         """One page of the transcript and the total number of entries so far."""
         _, raw, headers = self._request("GET", "/v1/transcript", query={"offset": offset, "limit": limit})

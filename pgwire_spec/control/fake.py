@@ -33,6 +33,9 @@ class FakeTarget:
         return [{"id": i, "fault": f.as_json(), "fired": book.fired[i], "removed": i in book.removed}
                 for i, f in enumerate(book.faults)]
 
+    def violations(self) -> list[dict[str, Any]]:
+        return []  # the fake's own protocol is the reference; clients' mistakes are answered
+
     def transcript_page(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         transcript = self.server.state.transcript
         if transcript is None:

@@ -54,6 +54,9 @@ class ControlTarget(Protocol):
     def fault_table(self) -> list[dict[str, Any]]:
         """Every fault (the FaultEntry schema)."""
 
+    def violations(self) -> list[dict[str, Any]]:
+        """The protocol rules broken so far (the proxy; the fake reports none)."""
+
     def transcript_page(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         """Entries [offset, offset + limit) as JSON objects, and how many there are.
         LookupError when the target does not record."""
@@ -119,6 +122,7 @@ class ControlServer:
             web.post("/v1/faults", self._add_fault),
             web.delete("/v1/faults/{id}", self._remove_fault),
             web.get("/v1/transcript", self._transcript),
+            web.get("/v1/violations", self._violations),
             web.get("/v1/wait", self._wait),
             web.put("/v1/scenario", self._scenario),
             web.post("/v1/stop", self._stop),
@@ -207,6 +211,9 @@ class ControlServer:
         except (KeyError, ValueError):
             return _error(404, f"no fault {raw!r} (GET /v1/faults lists them)")
         return web.Response(status=204)
+
+    async def _violations(self, request: web.Request) -> web.Response:
+        return web.json_response({"violations": self.target.violations()})
 
     async def _transcript(self, request: web.Request) -> web.Response:
         offset = _int(request, "offset", 0, 0, 1 << 62)

@@ -23,10 +23,17 @@ def served(scenario: Path | dict[str, Any], tmp: Path, *extra: str) -> Iterator[
         path = tmp / "scenario.yaml"
         path.write_text(yaml.safe_dump(scenario))
         scenario = path
-    ready = tmp / "ready.json"
+    with running(["serve", str(scenario), *extra], tmp) as info:
+        yield info
+
+
+@contextmanager
+def running(args: list[str], tmp: Path) -> Iterator[dict[str, Any]]:
+    """``pgwire-spec ARGS --quiet --control 127.0.0.1:0 --ready-file …`` (serve or proxy)."""
+    ready = tmp / f"ready-{time.monotonic_ns()}.json"
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(scenario), "--quiet",
-                             "--control", "127.0.0.1:0", "--ready-file", str(ready), *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "pgwire_spec", *args, "--quiet",
+                             "--control", "127.0.0.1:0", "--ready-file", str(ready)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 30

@@ -1,0 +1,581 @@
+"""The proxy's sans-IO core: one :class:`ProxySession` per client connection, reading both
+directions of a replication conversation, checking them, recording them and applying
+faults. No sockets, no clock of its own.
+
+The shell (:mod:`.server`) hands it what each side sent and writes what it returns::
+
+    out = session.from_client(data, now)    # [Forward("server", bytes) | Forward("client", b"N") | Close]
+    out = session.from_server(data, now)    # [Forward("client", bytes) | Pause(seconds) | Close]
+    out = session.tick(now)                 # time-triggered faults; session.deadline() says when
+
+Everything is forwarded byte for byte, message by message, except what a fault changes.
+The client's SSLRequest/GSSENCRequest is answered 'N' here (the proxy talks plain text to
+its client; TLS to the upstream is the shell's). Once START_REPLICATION … LOGICAL runs, the
+server's XLogData go through the strict reference decoder with the options the client
+asked for, and the client's standby status updates are checked (positions never go
+backwards; a keepalive that asks for a reply is answered within ``reply_timeout``); each
+problem is a :class:`Violation` naming the message index and the rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CommandSyntaxError, DecodeError
+from ..lsn import format_lsn
+from ..pgoutput.decoder import PgOutputDecoder
+from ..replication import frames
+from ..replication.commands import StartReplication, parse_command
+from ..replication.messages import PrimaryKeepalive, StandbyStatusUpdate, XLogData, decode_copy_data
+from ..walsender.faults import Fault, FaultBook, modify_payload
+from ..wire import (
+    BackendReader,
+    CopyBothResponse,
+    CopyData,
+    CopyDone,
+    ErrorResponse,
+    FrontendReader,
+    GSSENCRequest,
+    ParameterStatus,
+    Query,
+    SSLRequest,
+    StartupMessage,
+    encode_message,
+)
+from ..wire.reader import NeedData
+
+__all__ = ["ProxySession", "ProxyState", "Forward", "Pause", "Close", "Violation", "Exchange", "PROXY_ACTIONS"]
+
+#: The fault actions the proxy plays on a real stream (the fake walsender's vocabulary, less
+#: ``shutdown``: a real server's COPY cannot be ended on its behalf).
+PROXY_ACTIONS = ("disconnect", "reset", "stall", "delay", "corrupt", "truncate", "duplicate", "error", "keepalive",
+                 "refuse_auth", "crash")
+
+
+_MODIFIERS = ("corrupt", "truncate", "duplicate")
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    to: str  # "client" | "server"
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Send nothing more to the client for *seconds* (None: for ever)."""
+
+    seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    reset: bool = False
+    #: every connection of the proxy (fault ``crash``)
+    everyone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A protocol rule one side broke: the session message ``index`` (both directions,
+    as in the recorded session), the side (``B`` server, ``F`` client), the ``rule`` and
+    what was wrong."""
+
+    connection: int
+    index: int
+    direction: str
+    rule: str
+    message: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"connection": self.connection, "index": self.index, "direction": self.direction, "rule": self.rule,
+                "message": self.message}
+
+    def __str__(self) -> str:
+        side = "server" if self.direction == "B" else "client"
+        return f"connection {self.connection}, message #{self.index} ({side}): {self.rule}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One recorded message: direction, exact bytes, time (the shell's clock)."""
+
+    direction: str
+    data: bytes
+    time: float
+
+
+@dataclass(slots=True)
+class _Stream:
+    """A running START_REPLICATION … LOGICAL."""
+
+    slot: str
+    options: dict[str, str | None]
+    decoder: PgOutputDecoder | None
+    started: float
+    sent: int = 0  # XLogData forwarded (faults count these)
+    wal_end: int = 0
+    faults: list[int] = field(default_factory=list)
+    due: dict[int, int | None] = field(default_factory=dict)
+    counts: dict[int, int] = field(default_factory=dict)
+    since: dict[int, float] = field(default_factory=dict)
+    paused: bool = False
+
+
+def _bool_option(value: str | None) -> bool:
+    return value is None or value.lower() in ("on", "true", "1", "yes")
+
+
+def decoder_context(options: dict[str, str | None]) -> dict[str, Any]:
+    """The reference decoder's options for a START_REPLICATION's plugin options."""
+    streaming = (options.get("streaming") or "off").lower()
+    streaming = {"true": "on", "1": "on", "false": "off", "0": "off"}.get(streaming, streaming)
+    return {
+        "protocol_version": int(options.get("proto_version") or 1),
+        "streaming": streaming if streaming in ("off", "on", "parallel") else "on",
+        "two_phase": "two_phase" in options and _bool_option(options["two_phase"]),
+        "binary": "binary" in options and _bool_option(options["binary"]),
+        "messages": "messages" in options and _bool_option(options["messages"]),
+    }
+
+
+class ProxyState:
+    """What the sessions of one proxy share: faults, violations, the count of connections."""
+
+    def __init__(self, faults: list[Fault] | tuple[Fault, ...] = (), *, reply_timeout: float = 10.0,
+                 record: bool = True, validate: bool = True) -> None:
+        for f in faults:
+            check_proxy_fault(f)
+        self.faults = FaultBook(list(faults))
+        self.reply_timeout = reply_timeout
+        self.record = record
+        self.validate = validate
+        self.sessions: dict[int, ProxySession] = {}
+        self.finished: list[ProxySession] = []
+        self.violations: list[Violation] = []
+        self.count = 0
+        #: the highest flush position any client confirmed, per slot
+        self.confirmed: dict[str, int] = {}
+
+    def connect(self, peer: str = "127.0.0.1") -> ProxySession:
+        self.count += 1
+        s = ProxySession(self, self.count, peer)
+        self.sessions[s.id] = s
+        return s
+
+    def forget(self, session: ProxySession) -> None:
+        if self.sessions.pop(session.id, None) is not None:
+            self.finished.append(session)
+
+    def add_fault(self, fault: Fault, *, connection: int | None = None, now: float) -> int:
+        check_proxy_fault(fault)
+        if connection is not None and connection not in self.sessions:
+            raise KeyError(connection)
+        index = self.faults.add(fault, pinned=connection is not None)
+        for s in self.sessions.values():
+            if connection is not None and s.id != connection:
+                continue
+            if connection is None:
+                if s.stream is None or fault.connection is not None or not fault.selects(0, s.params) or (
+                        fault.slot is not None and fault.slot != s.stream.slot):
+                    continue
+            s.attach_fault(index, now)
+        return index
+
+    def remove_fault(self, index: int) -> None:
+        self.faults.remove(index)
+        for s in self.sessions.values():
+            if s.stream is not None and index in s.stream.faults:
+                s.stream.faults.remove(index)
+
+
+def check_proxy_fault(f: Fault) -> None:
+    if f.action not in PROXY_ACTIONS:
+        raise ValueError(f"expected a fault action the proxy plays ({', '.join(PROXY_ACTIONS)}), found {f.action!r}")
+
+
+class ProxySession:
+    """One client connection through the proxy (sans-IO)."""
+
+    def __init__(self, state: ProxyState, conn_id: int, peer: str) -> None:
+        self.state = state
+        self.id = conn_id
+        self.peer = peer
+        self.phase = "startup"  # startup | auth | ready | streaming | closed
+        self.params: dict[str, str] = {}
+        self.server_params: dict[str, str] = {}
+        self.user = ""
+        self.database: str | None = None
+        self.replication = "false"
+        self._front = FrontendReader()
+        self._back = BackendReader()
+        self._fbuf = bytearray()
+        self._bbuf = bytearray()
+        self._opaque = False  # a side sent what cannot be framed: bytes pass through unread
+        self.exchanges: list[Exchange] = []
+        self.index = 0  # messages seen, both directions
+        self.stream: _Stream | None = None
+        self.streams: list[tuple[str, dict[str, str | None]]] = []
+        self.positions = (0, 0, 0)
+        self.messages_to_client = 0
+        self.bytes_to_client = 0
+        self.pending_faults: list[int] = []
+        self.violations: list[Violation] = []
+        #: (index, time) of the keepalives asking for a reply not yet answered
+        self._asked: list[tuple[int, float]] = []
+        self._pending_start: tuple[str, dict[str, str | None]] | None = None
+        #: (message index, event, time): the faults that fired ("fault:disconnect" …)
+        self.events: list[tuple[int, str, float]] = []
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _violate(self, index: int, direction: str, rule: str, message: str) -> None:
+        v = Violation(self.id, index, direction, rule, message)
+        self.violations.append(v)
+        self.state.violations.append(v)
+
+    def _record(self, direction: str, data: bytes, now: float) -> int:
+        index = self.index
+        self.index += 1
+        if self.state.record:
+            self.exchanges.append(Exchange(direction, data, now))
+        return index
+
+    @staticmethod
+    def _frames(reader: FrontendReader | BackendReader, buf: bytearray, data: bytes) -> list[tuple[Any, bytes]]:
+        """The whole messages *data* completes, each with its exact bytes."""
+        buf += data
+        reader.feed(data)
+        out = []
+        start = reader.offset
+        taken = 0
+        while True:
+            ev = reader.next_event()
+            if isinstance(ev, NeedData) or not hasattr(ev, "tag"):
+                break
+            end = reader.offset
+            n = end - start
+            out.append((ev, bytes(buf[taken:taken + n])))
+            taken += n
+            start = end
+        if taken:
+            del buf[:taken]
+        return out
+
+    def _unrecord(self) -> None:
+        self.index -= 1
+        if self.state.record and self.exchanges:
+            self.exchanges.pop()
+
+    # -- client to server ------------------------------------------------------------------
+    def from_client(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
+        if self._opaque or not data:
+            return [Forward("server", data)] if data else []
+        try:
+            msgs = self._frames(self._front, self._fbuf, data)
+        except DecodeError as err:
+            self._violate(self.index, "F", err.rule, f"the client sent what cannot be read: {err}")
+            self._opaque = True
+            rest = bytes(self._fbuf)
+            self._fbuf.clear()
+            return [Forward("server", rest)]
+        out: list[Forward | Close | Pause] = []
+        for msg, raw in msgs:
+            if isinstance(msg, (SSLRequest, GSSENCRequest)):
+                out.append(Forward("client", b"N"))  # plain text to the client; TLS upstream is the shell's
+                continue
+            index = self._record("F", raw, now)
+            if isinstance(msg, StartupMessage):
+                self.params = dict(msg.parameters)
+                self.user = self.params.get("user", "")
+                self.database = self.params.get("database", self.user)
+                self.replication = self.params.get("replication", "false")
+                self.phase = "auth"
+                refused = self._refuse_auth()
+                if refused is not None:
+                    return out + refused
+            elif isinstance(msg, Query):
+                self._query(msg.sql)
+            elif isinstance(msg, CopyData) and self.stream is not None:
+                self._status_update(index, msg.data, now)
+            out.append(Forward("server", raw))
+        return out
+
+    def _refuse_auth(self) -> list[Forward | Close | Pause] | None:
+        for i in self.state.faults.for_connection(self.params, "auth"):
+            if self.state.faults.fire(i):
+                err = ErrorResponse((("S", "FATAL"), ("V", "FATAL"), ("C", "28P01"),
+                                     ("M", f'password authentication failed for user "{self.user}"')))
+                data = encode_message(err)
+                self._record("B", data, 0.0)
+                return [Forward("client", data), Close()]
+        return None
+
+    def _query(self, sql: str) -> None:
+        if "START_REPLICATION" not in sql.upper():
+            return
+        try:
+            cmd = parse_command(sql)
+        except (CommandSyntaxError, DecodeError, ValueError):
+            return
+        if isinstance(cmd, StartReplication) and cmd.kind == "logical" and cmd.slot_name is not None:
+            self._pending_start = (cmd.slot_name, dict(cmd.options_dict()))
+
+    def _status_update(self, index: int, data: bytes, now: float) -> None:
+        try:
+            rep = decode_copy_data(data)
+        except DecodeError as err:
+            self._violate(index, "F", err.rule, f"a standby message that cannot be read: {err}")
+            return
+        if not isinstance(rep, StandbyStatusUpdate):
+            return
+        old = self.positions
+        new = (rep.write_lsn, rep.flush_lsn, rep.apply_lsn)
+        for name, a, b in zip(("write", "flush", "apply"), old, new):
+            # 0 (InvalidXLogRecPtr) means "not known" (pg_recvlogical before its first fsync)
+            if b and a and b < a:
+                self._violate(index, "F", "status-position-backwards",
+                              f"expected {name} position >= {format_lsn(a)}, found {format_lsn(b)}")
+        self.positions = tuple(max(a, b) for a, b in zip(old, new))  # type: ignore[assignment]
+        st = self.stream
+        if st is not None and rep.flush_lsn:
+            prev = self.state.confirmed.get(st.slot, 0)
+            self.state.confirmed[st.slot] = max(prev, rep.flush_lsn)
+        for ka_index, t in self._asked:
+            if now - t > self.state.reply_timeout:
+                self._violate(index, "F", "keepalive-reply-late",
+                              f"expected a reply to keepalive #{ka_index} within {self.state.reply_timeout:g} s, "
+                              f"found one after {now - t:.1f} s")
+        self._asked.clear()
+
+    # -- server to client ------------------------------------------------------------------
+    def from_server(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
+        if self._opaque or not data:
+            return [Forward("client", data)] if data else []
+        try:
+            msgs = self._frames(self._back, self._bbuf, data)
+        except DecodeError as err:
+            self._violate(self.index, "B", err.rule, f"the server sent what cannot be read: {err}")
+            self._opaque = True
+            rest = bytes(self._bbuf)
+            self._bbuf.clear()
+            return [Forward("client", rest)]
+        out: list[Forward | Close | Pause] = []
+        pending: list[bytes] = []
+        for msg, raw in msgs:
+            index = self._record("B", raw, now)
+            st = self.stream
+            if st is not None and isinstance(msg, CopyData):
+                if st.faults:
+                    acts = self._server_copy(st, index, msg, raw, now, pending)
+                    if acts:
+                        if pending:
+                            out.append(Forward("client", b"".join(pending)))
+                            pending = []
+                        out.extend(acts)
+                        if any(isinstance(a, Close) for a in acts):
+                            return out
+                    continue
+                self._check_copy(st, index, msg.data, now)
+                pending.append(raw)
+                continue
+            if isinstance(msg, CopyBothResponse) and self._pending_start is not None:
+                self._start_stream(now)
+            elif isinstance(msg, CopyDone) or (st is not None and isinstance(msg, ErrorResponse)):
+                self._end_stream()
+            elif isinstance(msg, ParameterStatus):
+                self.server_params[msg.name] = msg.value
+            elif type(msg).__name__ == "ReadyForQuery":
+                self.phase = "ready" if self.stream is None else self.phase
+                self._pending_start = None if self.stream is None else self._pending_start
+            pending.append(raw)
+        if pending:
+            out.append(Forward("client", b"".join(pending)))
+        for f in out:
+            if isinstance(f, Forward) and f.to == "client":
+                self.bytes_to_client += len(f.data)
+        self.messages_to_client += len(msgs)
+        return out
+
+    def _start_stream(self, now: float) -> None:
+        assert self._pending_start is not None
+        slot, options = self._pending_start
+        self._pending_start = None
+        decoder = None
+        if self.state.validate:
+            try:
+                decoder = PgOutputDecoder(**decoder_context(options), strict=True)
+            except (ValueError, TypeError) as exc:
+                self._violate(self.index, "F", "unknown-options", f"cannot follow the stream: {exc}")
+        self.stream = _Stream(slot, options, decoder, now)
+        self.streams.append((slot, options))
+        self.phase = "streaming"
+        pending, self.pending_faults = self.pending_faults, []
+        for i in self.state.faults.for_connection(self.params, "stream", slot) + pending:
+            if i not in self.state.faults.removed:
+                self.attach_fault(i, now)
+
+    def _end_stream(self) -> None:
+        self.stream = None
+        self.phase = "ready"
+
+    def _check_copy(self, st: _Stream, index: int, data: bytes, now: float) -> XLogData | None:
+        try:
+            rep = decode_copy_data(data)
+        except DecodeError as err:
+            self._violate(index, "B", err.rule, f"a replication message that cannot be read: {err}")
+            return None
+        if isinstance(rep, XLogData):
+            st.sent += 1
+            if rep.wal_end > st.wal_end:
+                st.wal_end = rep.wal_end
+            if st.decoder is not None:
+                try:
+                    st.decoder.decode(rep.data)
+                except DecodeError as err:
+                    # the decoder's state is left as before the message: it goes on
+                    self._violate(index, "B", err.rule, str(err))
+            return rep
+        if isinstance(rep, PrimaryKeepalive):
+            if rep.wal_end > st.wal_end:
+                st.wal_end = rep.wal_end
+            if rep.reply_requested:
+                self._asked.append((index, now))
+        return None
+
+    # -- faults ----------------------------------------------------------------------------
+    def attach_fault(self, index: int, now: float) -> None:
+        st = self.stream
+        if st is None:
+            self.pending_faults.append(index)
+            return
+        if index in st.faults:
+            return
+        f = self.state.faults.faults[index]
+        st.faults.append(index)
+        st.since[index] = now
+        if f.after_messages is not None:
+            # kind: counted as they come; else a position among the XLogData from now
+            st.due[index] = None if f.kind is not None and f.after_messages > 0 else st.sent + f.after_messages
+            st.counts[index] = 0
+
+    def _due(self, st: _Stream, now: float, *, modifiers: bool = True) -> list[Fault]:
+        out = []
+        book = self.state.faults
+        for i in list(st.faults):
+            f = book.faults[i]
+            if not modifiers and f.action in _MODIFIERS:
+                continue  # they change a message: kept for the next one
+            at = st.due.get(i)
+            due = (at is not None and st.sent >= at) or (
+                f.after_seconds is not None and now - st.since.get(i, st.started) >= f.after_seconds)
+            if f.after_messages is None and f.after_seconds is None:
+                due = True
+            if due:
+                st.faults.remove(i)
+                if book.fire(i):
+                    out.append(f)
+        return out
+
+    def _server_copy(self, st: _Stream, index: int, msg: CopyData, raw: bytes, now: float,
+                     pending: list[bytes]) -> list[Forward | Close | Pause]:
+        """A CopyData from the server while faults are armed: apply those due before it,
+        forward it (changed or not), count it."""
+        out: list[Forward | Close | Pause] = []
+        modifiers: list[str] = []
+        is_x = msg.data[:1] == b"w"
+        if is_x:
+            for f in self._due(st, now):
+                acts = self._apply(f, st, now)
+                if acts is None:
+                    modifiers.append(f.action)
+                else:
+                    out.extend(acts)
+                    if any(isinstance(a, Close) for a in acts):
+                        self._unrecord()  # the client never gets it: the recording is what passed
+                        return out
+        rep = self._check_copy(st, index, msg.data, now)
+        data = raw
+        copies = 1
+        if isinstance(rep, XLogData) and modifiers:
+            payload, copies = modify_payload(self.state.faults, rep.data, modifiers)
+            data = frames.xlog_data(rep.data_start, rep.wal_end, rep.send_time, payload)
+        out.extend(Forward("client", data) for _ in range(copies))
+        if isinstance(rep, XLogData):
+            tag = rep.data[:1]
+            for i in st.faults:
+                f = self.state.faults.faults[i]
+                if f.kind is not None and st.due.get(i) is None and f.tag is not None and tag == f.tag.encode():
+                    st.counts[i] += 1
+                    if st.counts[i] >= (f.after_messages or 0):
+                        st.due[i] = st.sent  # right after this message
+            out.extend(self.tick(now))
+        return out
+
+    def _apply(self, f: Fault, st: _Stream, now: float) -> list[Forward | Close | Pause] | None:
+        """A fault's effect before the next message; None for a modifier of that message."""
+        a = f.action
+        self._record_event(f"fault:{a}", now)
+        if a in ("disconnect", "reset"):
+            return [Close(reset=a == "reset")]
+        if a == "crash":
+            return [Close(reset=True, everyone=True)]
+        if a == "stall":
+            return [Pause(f.seconds)]
+        if a == "delay":
+            return [Pause(f.seconds or 0.0)]
+        if a == "keepalive":
+            return [Forward("client", frames.keepalive(st.wal_end, 0, True))]
+        if a == "error":
+            err = ErrorResponse((("S", f.severity), ("V", f.severity), ("C", f.sqlstate), ("M", f.message)))
+            return [Forward("client", encode_message(err)), Close()]
+        return None
+
+    def _record_event(self, event: str, now: float) -> None:
+        self.events.append((self.index, event, now))
+
+    def tick(self, now: float) -> list[Forward | Close | Pause]:
+        """The faults due now that need no message to act on (a disconnect right after the
+        N-th Commit, one added at run time, one by time); the modifiers wait for the next
+        XLogData."""
+        out: list[Forward | Close | Pause] = []
+        st = self.stream
+        if st is not None and st.faults:
+            for f in self._due(st, now, modifiers=False):
+                acts = self._apply(f, st, now)
+                if acts is not None:
+                    out.extend(acts)
+        return out
+
+    def deadline(self) -> float | None:
+        st = self.stream
+        if st is None:
+            return None
+        times = [st.since.get(i, st.started) + self.state.faults.faults[i].after_seconds  # type: ignore[operator]
+                 for i in st.faults if self.state.faults.faults[i].after_seconds is not None]
+        return min(times) if times else None
+
+    def finish(self, now: float) -> None:
+        """The connection ended: keepalives still unanswered past the timeout are violations."""
+        for ka_index, t in self._asked:
+            if now - t > self.state.reply_timeout:
+                self._violate(ka_index, "F", "keepalive-reply-late",
+                              f"expected a reply to keepalive #{ka_index} within {self.state.reply_timeout:g} s, "
+                              "found none before the connection ended")
+        self._asked.clear()
+        self.phase = "closed"
+
+    def status(self) -> dict[str, Any]:
+        st = self.stream
+        slot = st.slot if st is not None else (self.streams[-1][0] if self.streams else None)
+        confirmed = self.state.confirmed.get(slot) if slot else None
+        return {
+            "id": self.id, "peer": self.peer, "phase": self.phase, "user": self.user, "database": self.database,
+            "application_name": self.params.get("application_name"), "replication": self.replication,
+            "slot": slot, "sent_lsn": format_lsn(st.wal_end) if st is not None else None,
+            "write_lsn": format_lsn(self.positions[0]), "flush_lsn": format_lsn(self.positions[1]),
+            "apply_lsn": format_lsn(self.positions[2]),
+            "confirmed_lsn": format_lsn(confirmed) if confirmed is not None else None,
+            "messages_sent": self.messages_to_client, "bytes_sent": self.bytes_to_client,
+            "faults": list(st.faults) if st is not None else [],
+        }

@@ -1,0 +1,369 @@
+"""The proxy's asyncio shell: accepts clients on loopback, opens one upstream connection per
+client (TLS when the DSN's sslmode asks for it), pumps both directions through the sans-IO
+:class:`~pgwire_spec.proxy.core.ProxySession`, plays pauses, closes and shaping
+(bandwidth, latency), and writes each streamed session as a fixture when asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import PgWireError
+from ..walsender.faults import Fault
+from ..wire import ErrorResponse, encode_message
+from .core import Close, Forward, Pause, ProxySession, ProxyState, Violation
+from .record import write_session
+
+__all__ = ["ReplicationProxy", "ProxyError", "parse_upstream"]
+
+#: Bytes read per call from either side.
+READ = 1 << 16
+_SSL_REQUEST = struct.pack("!II", 8, 80877103)
+
+
+class ProxyError(PgWireError):
+    """The proxy cannot start as asked (a DSN it cannot use, an address it cannot bind)."""
+
+
+def parse_upstream(dsn: str) -> dict[str, str]:
+    """The upstream's libpq connection string (or URI) as a mapping."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    except Exception as exc:  # psycopg.ProgrammingError: the text of a bad conninfo
+        raise ProxyError(f"--upstream: expected a libpq connection string like 'host=db port=5432 "
+                         f"dbname=app', found {dsn!r} ({exc})") from None
+    sslmode = params.get("sslmode", "prefer")
+    if sslmode not in ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"):
+        raise ProxyError(f"--upstream: expected sslmode among disable, allow, prefer, require, verify-ca, "
+                         f"verify-full, found {sslmode!r}")
+    if "," in params.get("host", "") or "," in params.get("port", ""):
+        raise ProxyError("--upstream: expected one host and port, found a list")
+    return params
+
+
+class ReplicationProxy:
+    """``async with ReplicationProxy(upstream_dsn) as proxy:`` clients connect to
+    ``proxy.dsn``; ``proxy.violations`` lists what either side broke; ``record`` (a
+    folder) receives one session fixture per streamed connection."""
+
+    kind = "proxy"
+
+    def __init__(self, upstream: str, *, host: str = "127.0.0.1", port: int = 0,
+                 faults: Sequence[Fault] = (), record: str | Path | None = None, reply_timeout: float = 10.0,
+                 bandwidth: int | None = None, latency: float | None = None, validate: bool = True,
+                 keep: bool = True) -> None:
+        self.upstream = parse_upstream(upstream)
+        if bandwidth is not None and bandwidth < 1:
+            raise ProxyError(f"--bandwidth: expected bytes per second >= 1, found {bandwidth}")
+        if latency is not None and latency < 0:
+            raise ProxyError(f"--latency: expected seconds >= 0, found {latency}")
+        self.state = ProxyState(list(faults), reply_timeout=reply_timeout, record=keep or record is not None,
+                                validate=validate)
+        self.record_dir = Path(record) if record is not None else None
+        self.recorded: list[Path] = []
+        self.bandwidth = bandwidth
+        self.latency = latency
+        self._host = host
+        self._port = port
+        self.host = host
+        self.port = port
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._links: dict[int, tuple[asyncio.StreamWriter, asyncio.StreamWriter | None]] = {}
+        self._wakes: dict[int, asyncio.Event] = {}
+        #: (connection, exchange index) of every recorded message, in arrival order
+        self.log: list[tuple[int, int]] = []
+        self._counts: dict[int, int] = {}
+        self._sessions: dict[int, ProxySession] = {}
+
+    # -- where -----------------------------------------------------------------------------
+    @property
+    def dsn(self) -> str:
+        """The upstream DSN with the proxy's address (no ssl settings: clients talk plain text)."""
+        keep = {k: v for k, v in self.upstream.items()
+                if k not in ("host", "hostaddr", "port") and not k.startswith("ssl") and k != "channel_binding"}
+        parts = [f"host={self.host}", f"port={self.port}"] + [f"{k}={_quote(v)}" for k, v in keep.items()]
+        return " ".join(parts)
+
+    @property
+    def violations(self) -> list[Violation]:
+        return list(self.state.violations)
+
+    # -- life cycle ------------------------------------------------------------------------
+    async def start(self) -> ReplicationProxy:
+        try:
+            self._server = await asyncio.start_server(self._client, self._host, self._port, limit=READ,
+                                                      reuse_address=True)
+        except OSError as exc:
+            raise ProxyError(f"cannot listen on {self._host}:{self._port}: {exc.strerror or exc}") from None
+        self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        return self
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    async def __aenter__(self) -> ReplicationProxy:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+    # -- faults at run time ----------------------------------------------------------------
+    def add_fault(self, fault: Fault, *, connection: int | None = None) -> int:
+        index = self.state.add_fault(fault, connection=connection, now=time.monotonic())
+        for wake in self._wakes.values():
+            wake.set()  # faults due at once act without waiting for the server's next message
+        return index
+
+    def remove_fault(self, index: int) -> None:
+        self.state.remove_fault(index)
+
+    # -- one client ------------------------------------------------------------------------
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        session = self.state.connect(peer[0] if peer else "?")
+        self._sessions[session.id] = session
+        _nodelay(writer)
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        try:
+            upstream = await self._connect_upstream()
+        except (TimeoutError, OSError, ProxyError) as exc:
+            # answer as a server that cannot be reached would, once the client speaks
+            msg = f"pgwire-spec proxy: cannot reach the upstream server: {exc}"
+            writer.write(encode_message(ErrorResponse((("S", "FATAL"), ("V", "FATAL"), ("C", "08006"), ("M", msg)))))
+            await _drain_close(writer)
+            self.state.forget(session)
+            self._tasks.discard(task)
+            return
+        up_reader, up_writer = upstream
+        self._links[session.id] = (writer, up_writer)
+        wake = asyncio.Event()
+        self._wakes[session.id] = wake
+        try:
+            await self._pump(session, reader, writer, up_reader, up_writer, wake)
+        except (ConnectionError, OSError, asyncio.CancelledError):
+            pass
+        finally:
+            session.finish(time.monotonic())
+            for v in session.violations:
+                self._on_violation(v)
+            self._links.pop(session.id, None)
+            self._wakes.pop(session.id, None)
+            self.state.forget(session)
+            for w in (writer, up_writer):
+                if not w.is_closing():
+                    w.transport.abort()
+            if self.record_dir is not None:
+                try:
+                    path = write_session(session, self.record_dir)
+                    if path is not None:
+                        self.recorded.append(path)
+                except OSError:
+                    pass
+            self._tasks.discard(task)
+
+    def _on_violation(self, v: Violation) -> None:
+        pass
+
+    async def _connect_upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        p = self.upstream
+        host = p.get("hostaddr") or p.get("host") or "localhost"
+        port = int(p.get("port") or 5432)
+        timeout = float(p.get("connect_timeout") or 10)
+        if host.startswith("/"):
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(f"{host}/.s.PGSQL.{port}", limit=READ), timeout)
+            return reader, writer
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=READ), timeout)
+        _nodelay(writer)
+        mode = p.get("sslmode", "prefer")
+        if mode in ("disable", "allow"):
+            return reader, writer
+        # SSLRequest, then TLS over the same connection (the docs' "SSL Session Encryption")
+        writer.write(_SSL_REQUEST)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.readexactly(1), timeout)
+        if answer != b"S":
+            if mode == "prefer":
+                return reader, writer
+            writer.transport.abort()
+            raise ProxyError(f"the upstream server refused TLS (sslmode={mode})")
+        ctx = ssl.create_default_context(cafile=p.get("sslrootcert")) if mode.startswith("verify") else \
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if mode != "verify-full":
+            ctx.check_hostname = False
+        if not mode.startswith("verify"):
+            ctx.verify_mode = ssl.CERT_NONE
+        if p.get("sslcert") and p.get("sslkey"):
+            ctx.load_cert_chain(p["sslcert"], p["sslkey"])
+        await writer.start_tls(ctx, server_hostname=p.get("host") or host)
+        return reader, writer
+
+    async def _pump(self, session: ProxySession, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter, wake: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+
+        async def client_to_server() -> None:
+            while True:
+                data = await reader.read(READ)
+                out = session.from_client(data, loop.time())
+                self._note(session)
+                for act in out:
+                    if isinstance(act, Forward):
+                        (up_writer if act.to == "server" else writer).write(act.data)
+                    elif isinstance(act, Close):
+                        await self._close(session, writer, up_writer, act)
+                        done.set()
+                        return
+                if not data:
+                    if up_writer.can_write_eof():
+                        up_writer.write_eof()
+                    return
+                await up_writer.drain()
+
+        async def server_to_client() -> None:
+            shaped = self.latency is not None or self.bandwidth is not None
+            while True:
+                deadline = session.deadline()
+                timeout = None if deadline is None else max(0.0, deadline - loop.time())
+                read = asyncio.ensure_future(up_reader.read(READ))
+                waker = asyncio.ensure_future(wake.wait())
+                got, _ = await asyncio.wait({read, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                if read not in got:
+                    read.cancel()
+                    waker.cancel()
+                    wake.clear()
+                    out = session.tick(loop.time())
+                    if await self._play(session, out, writer, up_writer, False):
+                        done.set()
+                        return
+                    continue
+                waker.cancel()
+                data = read.result()
+                received = loop.time()
+                out = session.from_server(data, received)
+                self._note(session)
+                if shaped and self.latency:
+                    left = received + self.latency - loop.time()
+                    if left > 0:
+                        await asyncio.sleep(left)
+                if await self._play(session, out, writer, up_writer, shaped):
+                    done.set()
+                    return
+                if not data:
+                    if writer.can_write_eof():
+                        writer.write_eof()
+                    done.set()
+                    return
+
+        tasks = [loop.create_task(client_to_server()), loop.create_task(server_to_client())]
+        try:
+            finished = loop.create_task(done.wait())
+            await asyncio.wait([*tasks, finished], return_when=asyncio.FIRST_COMPLETED)
+            if not done.is_set():
+                # one side ended its sending: let the other finish (bounded), then close
+                await asyncio.wait([*tasks, finished], timeout=5, return_when=asyncio.ALL_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            finished.cancel()
+
+    def _note(self, session: ProxySession) -> None:
+        """Log the session's new exchanges, in arrival order (the control plane's transcript)."""
+        have = self._counts.get(session.id, 0)
+        total = len(session.exchanges)
+        if total > have:
+            self.log.extend((session.id, i) for i in range(have, total))
+            self._counts[session.id] = total
+
+    async def _play(self, session: ProxySession, out: list[Any], writer: asyncio.StreamWriter,
+                    up_writer: asyncio.StreamWriter, shaped: bool) -> bool:
+        """Carry out the core's actions; True once the connection is closed."""
+        for act in out:
+            if isinstance(act, Forward):
+                if act.to == "client":
+                    writer.write(act.data)
+                    if shaped and self.bandwidth:
+                        await writer.drain()
+                        await asyncio.sleep(len(act.data) / self.bandwidth)
+                else:
+                    up_writer.write(act.data)
+            elif isinstance(act, Pause):
+                await writer.drain()
+                if act.seconds is None:
+                    await asyncio.Event().wait()  # stalled for ever (until the client goes)
+                await asyncio.sleep(act.seconds)
+            elif isinstance(act, Close):
+                await self._close(session, writer, up_writer, act)
+                return True
+        if writer.transport.get_write_buffer_size() > READ * 4:
+            await writer.drain()
+        return False
+
+    async def _close(self, session: ProxySession, writer: asyncio.StreamWriter, up_writer: asyncio.StreamWriter,
+                     act: Close) -> None:
+        if act.everyone:
+            for w, uw in list(self._links.values()):
+                _reset(w)
+                if uw is not None:
+                    uw.transport.abort()
+            return
+        if act.reset:
+            _reset(writer)
+        else:
+            await _drain_close(writer)
+        up_writer.transport.abort()
+
+
+def _quote(value: str) -> str:
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _nodelay(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    writer.transport.abort()
+
+
+async def _drain_close(writer: asyncio.StreamWriter) -> None:
+    try:
+        await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    writer.close()
