@@ -263,11 +263,12 @@ class _Renderer:
 
     def relation(self, entry: RelSync, xid: int | None, top: int | None) -> None:
         """maybe_send_schema: Relation (and user Types) once per connection, or once per
-        streamed transaction while streaming; the relation published as, its published
-        columns."""
+        streamed transaction while streaming, for the changed relation; a partition
+        published as its root sends the root's Relation, then its own (both with the
+        published columns), and each partition does so the first time it changes."""
         if entry.error is not None:
             raise _Stop(ServerError("0A000", entry.error))
-        table = entry.publish_as
+        table = entry.table
         if top is not None:
             done = self.stream_sent.setdefault(top, set())
             if table.oid in done or table.oid in self.sent:
@@ -277,13 +278,20 @@ class _Renderer:
             if table.oid in self.sent:
                 return
             self.sent.add(table.oid)
-        for c in entry.columns:
+        if entry.publish_as is not table:
+            self.send_relation(entry.publish_as, entry.columns, xid)
+        names = {c.name for c in entry.columns}
+        self.send_relation(table, tuple(c for c in table.columns if c.name in names), xid)
+
+    def send_relation(self, table: Table, columns: tuple[Column, ...], xid: int | None) -> None:
+        """send_relation_and_attrs: the user Types of the columns, then the Relation."""
+        for c in columns:
             if c.type.is_user_type:
                 ns = "" if c.type.namespace == "pg_catalog" else c.type.namespace
                 self.emit(0, m.Type(xid, c.type.oid, ns, c.type.name))
         full = table.replica_identity == "f"
         cols = tuple(m.RelationColumn(1 if (full or c.key) else 0, c.name, c.type.oid, c.type.typmod)
-                     for c in entry.columns)
+                     for c in columns)
         ns = "" if table.schema == "pg_catalog" else table.schema
         self.emit(0, m.Relation(xid, table.oid, ns, table.name, table.replica_identity, cols))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "scenarios"
 ACCOUNTS = EXAMPLES / "accounts.yaml"
 
 #: The scenario of the issue, as written there.
