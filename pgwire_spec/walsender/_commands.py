@@ -36,6 +36,10 @@ _TYPE_SIZES = {16: 1, 18: 1, 19: 64, 20: 8, 21: 2, 23: 4, 26: 4, 1700: -1}
 
 
 
+#: The longest plain SQL statement the fake answers (characters).
+MAX_SQL_ANSWERED = 1 << 16
+
+
 class _Commands:
     server: ServerState
 
@@ -80,6 +84,12 @@ class _Commands:
                 return self._command(cmd, now)
             if self.replication == "physical":
                 raise ServerError("08P01", "cannot execute SQL commands in WAL sender for physical replication")
+        if len(stmt) > MAX_SQL_ANSWERED:
+            # The SQL the fake answers (what replication clients and subscribers send) is
+            # short; a longer statement is refused unread, so it cannot hold the loop.
+            raise ServerError("0A000", "the fake walsender does not answer this statement",
+                              detail=f"A statement of {len(stmt):,} characters (it answers at most "
+                                     f"{MAX_SQL_ANSWERED:,}): {stmt[:100]}…")
         ans = _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
         self._answer(ans)
         return False

@@ -84,30 +84,23 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+#: A simple Query's pieces: a quoted string or identifier ('' and "" inside; unterminated:
+#: to the end), a semicolon, or a run of anything else. One regex pass: linear, and fast on
+#: a query of megabytes.
+_PIECES = re.compile(r"""'(?:[^']+|'')*'?|"(?:[^"]+|"")*"?|;|[^'";]+""")
+
+
 def split_statements(sql: str) -> list[str]:
     """Split a simple Query on top-level semicolons (quotes respected)."""
-    out, buf, i, n = [], [], 0, len(sql)
-    quote: str | None = None
-    while i < n:
-        ch = sql[i]
-        if quote:
-            buf.append(ch)
-            if ch == quote:
-                if i + 1 < n and sql[i + 1] == quote:
-                    buf.append(quote)
-                    i += 1
-                else:
-                    quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-            buf.append(ch)
-        elif ch == ";":
-            out.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-        i += 1
-    out.append("".join(buf))
+    if ";" not in sql:
+        return [sql] if sql.strip() else [""]
+    out: list[str] = []
+    start = 0
+    for m in _PIECES.finditer(sql):
+        if m.group() == ";":
+            out.append(sql[start:m.start()])
+            start = m.end()
+    out.append(sql[start:])
     stmts = [s for s in out if s.strip()]
     return stmts or [""]
 

@@ -238,3 +238,36 @@ def test_serve_reports_a_bad_limit_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "pgwire-spec serve: error: --max-connections: expected an integer from 1 to 1.04858e+06, found 0"]
+
+
+@pytest.mark.parametrize("query", [
+    "START_REPLICATION SLOT s LOGICAL 0/0 (proto_version '1', publication_names '{big}')",
+    "SELECT '{big}'",
+    "IDENTIFY_SYSTEM; SELECT '{big}'",
+], ids=["start-replication", "select", "two-statements"])
+def test_a_10mb_query_does_not_stall_another_client(tmp_path: Path, query: str) -> None:
+    with _serve(tmp_path, "server: {version: '16.4'}\n") as (_, port):
+        other = socket.create_connection(("127.0.0.1", port))
+        other_reader = BackendReader()
+        other.sendall(_startup(user="postgres"))
+        _read_until(other, other_reader, (ReadyForQuery,))
+        heavy = socket.create_connection(("127.0.0.1", port))
+        heavy.sendall(_startup(user="postgres"))
+        _read_until(heavy, BackendReader(), (ReadyForQuery,))
+        data = encode_message(Query(query.format(big="p" * (10 << 20))))
+        heavy.sendall(data)  # the server reads it while the other client asks
+        worst = 0.0
+        for _ in range(40):
+            t0 = time.perf_counter()
+            other.sendall(encode_message(Query("IDENTIFY_SYSTEM")))
+            _read_until(other, other_reader, (ReadyForQuery,))
+            worst = max(worst, time.perf_counter() - t0)
+        answer = _read_until(heavy, BackendReader(), (ReadyForQuery,))
+        heavy.close()
+        other.close()
+    print(f"\n10 MB query ({query[:20]}…): another client's worst IDENTIFY_SYSTEM latency {worst * 1000:.1f} ms; "
+          f"the heavy one got {[type(m).__name__ for m in answer]}")
+    # The goal is 100 ms; the message is handled in one step (~50 ms on an idle core), so on
+    # a shared, loaded CI machine the bound asserted is looser. On main before the limits
+    # work the other client waited ~17 s.
+    assert worst < 0.5
