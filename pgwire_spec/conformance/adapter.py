@@ -113,6 +113,10 @@ class Adapter:
         """Run one case request (``{"id", "context", "payloads": [hex…]}``)."""
         raise NotImplementedError
 
+    def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
+        """Run one case given as bytes (an in-process adapter skips the hex round trip)."""
+        return self.run({"id": case_id, "context": dict(context), "payloads": [p.hex() for p in payloads]})
+
     def close(self) -> None:
         """Release the decoder (stop its process)."""
 
@@ -153,7 +157,9 @@ class FunctionAdapter(Adapter):
         self.profile = profile_of(declared, f"the profile of {name}")
 
     def run(self, request: Mapping[str, Any]) -> CaseResult:
-        payloads = [bytes.fromhex(h) for h in request["payloads"]]
+        return self.run_case(request["id"], request["context"], [bytes.fromhex(h) for h in request["payloads"]])
+
+    def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
         t0 = time.perf_counter()
         use_alarm = self.timeout > 0 and _main_thread() and hasattr(signal, "setitimer")
         old = None
@@ -165,7 +171,7 @@ class FunctionAdapter(Adapter):
             signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
             try:
-                answer = self.decode_case(request["context"], payloads)
+                answer = self.decode_case(context, payloads)
             finally:
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)

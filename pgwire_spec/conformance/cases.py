@@ -34,8 +34,11 @@ from ..corpus._fields import field_map
 from ..corpus.seeds import SeedStream, builtin_streams
 from ..errors import DecodeError
 from ..pgoutput import _catalogue as _pg_catalogue
+from ..jsonform import to_json
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
+from ..pgoutput._codec import encode as _pg_encode
+from ..pgoutput.decoder import PgOutputDecoder
 from .adapters.reference import decode_case as reference_results
 from .profile import Needs
 
@@ -345,88 +348,137 @@ _OPENERS = {"B": "C", "b": "P", "S": "E"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
 
-def _decode_at(stream: SeedStream, index: int, flags: Sequence[bool]) -> m.PgOutputMessage | None:
-    try:
-        msg: m.PgOutputMessage = FAMILY.decode(stream.payloads[index], flags[index],
-                                               stream.options.get("streaming") == "parallel")
-        return msg
-    except DecodeError:
+class _StreamView:
+    """One stream read once for the cases made of it: its tags, which payloads sit inside a
+    streamed block, each payload decoded (on demand), the latest Relation of each OID, and
+    the JSON of each payload (the surroundings of a stream's messages share most of it)."""
+
+    def __init__(self, stream: SeedStream) -> None:
+        self.stream = stream
+        self.payloads = stream.payloads
+        self.tags = [chr(p[0]) if p else "" for p in stream.payloads]
+        self.in_stream = _stream_flags(stream)
+        self.parallel = stream.options.get("streaming") == "parallel"
+        self._msgs: dict[int, m.PgOutputMessage | None] = {}
+        #: JSON forms by part (see :meth:`parts`)
+        self.json: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        self._rels: dict[tuple[int, int | None], bytes] = {}
+
+    def message(self, index: int) -> m.PgOutputMessage | None:
+        if index not in self._msgs:
+            try:
+                self._msgs[index] = FAMILY.decode(self.payloads[index], self.in_stream[index], self.parallel)
+            except DecodeError:
+                self._msgs[index] = None
+        return self._msgs[index]
+
+    def relation(self, index: int, xid: int | None) -> bytes:
+        """Relation *index* re-encoded for the block it lands in (with or without xid)."""
+        key = (index, xid)
+        if key not in self._rels:
+            rel = self.message(index)
+            assert isinstance(rel, m.Relation)
+            self._rels[key] = _encode(dataclass_replace(rel, xid=xid))
+        return self._rels[key]
+
+    def latest_relation(self, index: int, rid: int) -> int | None:
+        for j in range(index - 1, -1, -1):
+            if self.tags[j] == "R":
+                rel = self.message(j)
+                if isinstance(rel, m.Relation) and rel.relation_id == rid:
+                    return j
         return None
 
-
-def _surround(stream: SeedStream, index: int, flags: Sequence[bool]) -> tuple[list[bytes], int]:
-    """The smallest valid stream around payload *index* of *stream*: its block's opener
-    and closer, the Relation messages it refers to (the latest before it, re-encoded for
-    the block they land in), and a first Stream Start for streamed xids that need one.
-    Returns the payloads and the target's position in them."""
-    from .. import encode
-
-    payloads = stream.payloads
-    tags = [chr(p[0]) if p else "" for p in payloads]
-    tag = tags[index]
-    opener = closer = None
-    if tag in _OPENERS:
-        opener = index
-    elif tag in _CLOSERS:
-        closer = index
-    if opener is None:
-        for j in range(index - 1, -1, -1):
-            if tags[j] in _CLOSERS:
-                break
-            if tags[j] in _OPENERS:
-                opener = j
-                break
-    if opener is not None and closer is None:
-        want = _OPENERS[tags[opener]]
-        for j in range(max(index, opener) + 1, len(payloads)):
-            if tags[j] == want:
-                closer = j
-                break
-            if tags[j] in _OPENERS:
-                break
-    if closer is not None and opener is None:
-        want = _CLOSERS[tags[closer]]
-        for j in range(closer - 1, -1, -1):
-            if tags[j] == want:
-                opener = j
-                break
-            if tags[j] in _CLOSERS:
-                break
-    msg = _decode_at(stream, index, flags)
-    # Relations the target refers to, placed inside its block
-    stream_xid = None
-    if opener is not None and tags[opener] == "S":
-        stream_xid = int.from_bytes(payloads[opener][1:5], "big")
-    needed: list[int] = []
-    if isinstance(msg, (m.Insert, m.Update, m.Delete)):
-        needed = [msg.relation_id]
-    elif isinstance(msg, m.Truncate):
-        needed = list(dict.fromkeys(msg.relation_ids))
-    rels: list[bytes] = []
-    for rid in needed:
-        for j in range(index - 1, -1, -1):
-            if tags[j] == "R":
-                rel = _decode_at(stream, j, flags)
-                if isinstance(rel, m.Relation) and rel.relation_id == rid:
-                    rels.append(encode(dataclass_replace(rel, xid=stream_xid)))  # type: ignore[type-var]
+    def parts(self, index: int, relations: Mapping[int, int] | None = None) -> tuple[list[tuple[Any, ...]], int]:
+        """The smallest valid stream around payload *index*: its block's opener and closer,
+        the Relation messages it refers to (the latest before it, re-encoded for the block
+        they land in), and a first Stream Start for streamed xids that need one. Each part is
+        ``("at", j)`` (payload j as captured), ``("rel", j, xid)`` or ``("start", xid)`` /
+        ``("stop",)``; *relations* (OID -> latest Relation index before *index*) saves the
+        search. Returns the parts and the target's position in them."""
+        payloads, tags = self.payloads, self.tags
+        tag = tags[index]
+        opener = closer = None
+        if tag in _OPENERS:
+            opener = index
+        elif tag in _CLOSERS:
+            closer = index
+        if opener is None:
+            for j in range(index - 1, -1, -1):
+                if tags[j] in _CLOSERS:
                     break
-    # a streamed xid must have been started (first segment) before a later segment,
-    # Stream Commit, Stream Abort or Stream Prepare names it
-    prelude: list[bytes] = []
-    first = payloads[opener] if opener is not None and tags[opener] == "S" else None
-    xid = None
-    if first is not None and first[5:6] == b"\x00":
-        xid = int.from_bytes(first[1:5], "big")
-    elif tag in ("c", "A", "p") and msg is not None:
-        xid = msg.xid  # type: ignore[attr-defined]
-    if xid is not None:
-        prelude = [encode(m.StreamStart(xid, True)), encode(m.StreamStop())]
-    out = prelude + ([payloads[opener]] if opener is not None and opener != index else []) + rels
-    at = len(out)
-    out.append(payloads[index])
-    if closer is not None and closer != index:
-        out.append(payloads[closer])
-    return out, at
+                if tags[j] in _OPENERS:
+                    opener = j
+                    break
+        if opener is not None and closer is None:
+            want = _OPENERS[tags[opener]]
+            for j in range(max(index, opener) + 1, len(payloads)):
+                if tags[j] == want:
+                    closer = j
+                    break
+                if tags[j] in _OPENERS:
+                    break
+        if closer is not None and opener is None:
+            want = _CLOSERS[tags[closer]]
+            for j in range(closer - 1, -1, -1):
+                if tags[j] == want:
+                    opener = j
+                    break
+                if tags[j] in _CLOSERS:
+                    break
+        msg = self.message(index) if tag in "IUDTcAp" else None
+        # Relations the target refers to, placed inside its block
+        stream_xid = None
+        if opener is not None and tags[opener] == "S":
+            stream_xid = int.from_bytes(payloads[opener][1:5], "big")
+        needed: list[int] = []
+        if isinstance(msg, (m.Insert, m.Update, m.Delete)):
+            needed = [msg.relation_id]
+        elif isinstance(msg, m.Truncate):
+            needed = list(dict.fromkeys(msg.relation_ids))
+        rels: list[tuple[Any, ...]] = []
+        for rid in needed:
+            j = relations.get(rid) if relations is not None else self.latest_relation(index, rid)
+            if j is not None:
+                rels.append(("rel", j, stream_xid))
+        # a streamed xid must have been started (first segment) before a later segment,
+        # Stream Commit, Stream Abort or Stream Prepare names it
+        prelude: list[tuple[Any, ...]] = []
+        first = payloads[opener] if opener is not None and tags[opener] == "S" else None
+        xid = None
+        if first is not None and first[5:6] == b"\x00":
+            xid = int.from_bytes(first[1:5], "big")
+        elif tag in ("c", "A", "p") and msg is not None:
+            xid = msg.xid  # type: ignore[attr-defined]
+        if xid is not None:
+            prelude = [("start", xid), ("stop",)]
+        out = prelude + ([("at", opener)] if opener is not None and opener != index else []) + rels
+        at = len(out)
+        out.append(("at", index))
+        if closer is not None and closer != index:
+            out.append(("at", closer))
+        return out, at
+
+    def payload(self, part: tuple[Any, ...]) -> bytes:
+        if part[0] == "at":
+            return self.payloads[part[1]]
+        if part[0] == "rel":
+            return self.relation(part[1], part[2])
+        if part[0] == "start":
+            return _encode(m.StreamStart(part[1], True))
+        return _encode(m.StreamStop())
+
+
+def _encode(message: m.PgOutputMessage) -> bytes:
+    return _pg_encode(message)
+
+
+def _surround(stream: SeedStream, index: int, flags: Sequence[bool] | None = None) -> tuple[list[bytes], int]:
+    """The smallest valid stream around payload *index* of *stream* (see
+    :meth:`_StreamView.parts`): its payloads and the target's position in them."""
+    view = _StreamView(stream)
+    parts, at = view.parts(index)
+    return [view.payload(p) for p in parts], at
 
 
 def _stream_flags(stream: SeedStream) -> list[bool]:
@@ -442,28 +494,59 @@ def _stream_flags(stream: SeedStream) -> list[bool]:
     return out
 
 
+def _accepted(ctx: Mapping[str, Any], payloads: Sequence[bytes]) -> list[m.PgOutputMessage] | None:
+    """The messages the reference decodes from a whole stream (ending between
+    transactions), or ``None`` if it rejects any of it."""
+    decoder = PgOutputDecoder(strict=True, **{k: ctx[k] for k in DECODER_OPTIONS})
+    try:
+        out = [decoder.decode(p) for p in payloads]
+        decoder.finish()
+    except DecodeError:
+        return None
+    return out
+
+
 def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterator[Case]:
-    """One case per payload of *stream*, each in its smallest valid surrounding."""
+    """One case per payload of *stream*, each in its smallest valid surrounding.
+
+    The expected JSON is the reference's (each part's JSON computed once per stream),
+    except the target's when the stream records it (a golden fixture's expected JSON,
+    which wins: a reference that disagrees fails the case)."""
     ctx = context_of(stream.options)
-    flags = _stream_flags(stream)
+    view = _StreamView(stream)
+    latest: dict[int, int] = {}
+    label = context_label(ctx)
     for i, payload in enumerate(stream.payloads):
-        payloads, at = _surround(stream, i, flags)
+        parts, at = view.parts(i, latest)
+        if view.tags[i] == "R":
+            rel = view.message(i)
+            if isinstance(rel, m.Relation):
+                latest[rel.relation_id] = i
         kind = kind_of(payload)
         name = f"fixture/{stream.ids[i]}" if stream.ids else f"{prefix}/{i:05d}"
         want = stream.expected[i] if stream.expected is not None else None
-        recorded: dict[int, Mapping[str, Any]] | None = None if want is None else {at: want}
-        case = _valid_case(
-            name, f"{kind} #{i} of {stream.name} ({context_label(ctx)})", ctx, payloads, [at],
-            source=source, recorded=recorded, flags=stream.flags[i] if stream.flags else (),
-        )
-        if case is not None:
-            yield case
+        payloads = [view.payload(p) for p in parts]
+        msgs = _accepted(ctx, payloads)
+        if msgs is not None:
+            expected = []
+            for part, msg in zip(parts, msgs):
+                obj = view.json.get(part)
+                if obj is None:
+                    obj = view.json[part] = to_json(msg)
+                expected.append(obj)
+            if want is not None:
+                expected[at] = dict(want)
+            yield Case(
+                id=name, description=f"{kind} #{i} of {stream.name} ({label})", section=section_of(kind),
+                level="MUST", context=ctx, payloads=tuple(payloads), expected=tuple(expected), checked=(at,),
+                flags=stream.flags[i] if stream.flags else (), source=source,
+            )
             continue
         # The surrounding is not valid for the reference: judge the payload on its own.
         results = reference_results(ctx, [payload])
         if want is not None and "message" in results[0]:
             yield Case(
-                id=name, description=f"{kind} #{i} of {stream.name}, on its own ({context_label(ctx)})",
+                id=name, description=f"{kind} #{i} of {stream.name}, on its own ({label})",
                 section=section_of(kind), level="MUST", context=ctx, payloads=(payload,),
                 expected=(want,), checked=(0,), source=source,
             )
@@ -587,9 +670,11 @@ def derived_malformed_cases(streams: Iterable[SeedStream] | None = None) -> list
     for s in streams if streams is not None else builtin_streams():
         ctx = context_of(s.options)
         short = s.name.split("/")[-1]
-        sflags = _stream_flags(s)
+        view = _StreamView(s)
+        sflags = view.in_stream
         for i, payload in enumerate(s.payloads):
-            payloads, at = _surround(s, i, sflags)
+            parts, at = view.parts(i)
+            payloads = [view.payload(p) for p in parts]
             kind = kind_of(payload)
             in_stream = sflags[i]
             fields = field_map(payload, in_stream, ctx["streaming"] == "parallel")
@@ -674,9 +759,7 @@ def _sequence_cases(s: SeedStream, ctx: Mapping[str, Any], short: str) -> list[C
         # arity: an Insert with one column less than its relation
         msg = FAMILY.decode(pl[i], sflags[i], ctx["streaming"] == "parallel")
         if isinstance(msg, m.Insert) and msg.new_tuple:
-            from .. import encode
-
-            fewer = encode(m.Insert(msg.xid, msg.relation_id, msg.new_tuple[:-1]))
+            fewer = _encode(m.Insert(msg.xid, msg.relation_id, msg.new_tuple[:-1]))
             add("column-count", pl[:i] + [fewer] + pl[i + 1:], i, "column-count-mismatch",
                 "an Insert with one column less than its Relation")
     if "C" in tags:

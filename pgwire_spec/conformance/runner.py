@@ -224,7 +224,7 @@ def run_cases(
             verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)", claimed=not missing,
                               needs=needs)
         else:
-            verdict = _replace(judge(case, adapter.run(case.request()), strict=strict),
+            verdict = _replace(judge(case, adapter.run_case(case.id, case.context, case.payloads), strict=strict),
                                claimed=not missing, needs=needs)
         result.verdicts.append(verdict)
         if progress is not None:
