@@ -33,8 +33,8 @@ from .._resources import spec_dir
 from ..corpus._fields import field_map
 from ..corpus.seeds import SeedStream, builtin_streams
 from ..errors import DecodeError
-from ..pgoutput import _catalogue as _pg_catalogue
 from ..jsonform import to_json
+from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
 from ..pgoutput._codec import encode as _pg_encode

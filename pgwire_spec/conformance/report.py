@@ -21,7 +21,7 @@ from xml.etree import ElementTree as ET
 from ..pgoutput.messages import MESSAGE_TYPES
 from .profile import Profile
 from .runner import RunResult, Verdict
-from .verdicts import CapabilityRow, Defect, capability_rows, defects, discover
+from .verdicts import CapabilityRow, Defect, capability_rows, covered, defects, discover
 
 __all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index"]
 
@@ -80,7 +80,8 @@ def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> 
         out.write(f"  {row.name:<19} {row.status:<12} {row.text()}\n")
     if result.run_all:
         found = discover(result)
-        out.write("discovered: " + (f"the largest profile it conforms to is {found.label()}\n"
+        out.write("discovered: " + (f"the largest profile it conforms to is {found.label()} "
+                                    f"({covered(result, found):,} cases)\n"
                                     f"  --claim \"{found.spec()}\"\n" if found is not None
                                     else "it conforms to no profile (every profile holds a failing case)\n"))
     claimed_failed = [v for v in result.verdicts if v.status == "failed" and v.claimed]

@@ -20,7 +20,7 @@ from .cases import kind_of
 from .profile import CAPABILITIES, LEVELS, PROTOCOL_VERSIONS, STREAMING_MODES, Needs, Profile
 from .runner import RunResult, Verdict
 
-__all__ = ["CapabilityRow", "Defect", "capability_rows", "defects", "discover"]
+__all__ = ["CapabilityRow", "Defect", "capability_rows", "defects", "discover", "covered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +146,9 @@ def defect_of(v: Verdict) -> tuple[str, str, str | None]:
             return kind, f"{rule} input crashes or hangs the decoder ({_short(reason[16:], 60)})", rule
         if reason.startswith("accepted"):
             return kind, f"{rule} not detected (accepted)", rule
-        if "which is valid" in reason:
+        if "which is valid" in reason:  # the same defect as on valid input
             bad = v.index if v.index is not None else i
-            return kind_of(case.payloads[bad]), f"valid message rejected before a {rule} case", rule
+            return kind_of(case.payloads[bad]), "valid message rejected", None
         if reason.startswith("rejected with rule"):
             return kind, f"{rule} reported under another rule", rule
         return kind, f"{rule}: {_short(reason)}", rule
@@ -191,6 +191,12 @@ def _candidates() -> Iterable[Profile]:
         versions, STREAMING_MODES, (False, True), (False, True), (False, True), (False, True), LEVELS,
     ):
         yield Profile(pv, streaming, two_phase, binary, messages, origin, level)
+
+
+def covered(result: RunResult, profile: Profile) -> int:
+    """How many of the run's judged cases *profile* holds."""
+    return sum(1 for v in result.verdicts if v.status in ("passed", "failed", "skipped")
+               and profile.covers(_needs(v)))
 
 
 def discover(result: RunResult) -> Profile | None:

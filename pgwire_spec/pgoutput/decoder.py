@@ -90,6 +90,26 @@ def _abort_tail(protocol_version: int, streaming: str | bool, in_stream: bool) -
     return mode == "parallel"
 
 
+#: Every transition of _state.TRANSITIONS with what the decoder's tables hold for it:
+#: (state, tag, next state, tag byte, in a streamed block, next state or None to stay).
+_TRANSITION_ROWS: tuple[tuple[str, str, str, int, bool, str | None], ...] = tuple(
+    (state, tag, nxt, ord(tag), state == _STREAM, None if nxt == state else nxt)
+    for (state, tag), nxt in _state.TRANSITIONS.items()
+)
+_TRANSITION_TAGS: tuple[str, ...] = tuple(dict.fromkeys(tag for _, tag in _state.TRANSITIONS))
+
+
+@functools.lru_cache(maxsize=64)
+def _not_negotiated(protocol_version: int, streaming: str, two_phase: bool, messages: bool) -> frozenset[str]:
+    """The tags a server sends only under options these did not ask for (the catalogue's
+    needs)."""
+    enabled = {"streaming": streaming != "off", "two_phase": two_phase, "messages": messages}
+    return frozenset(
+        tag for tag, (version, options) in _NEEDS.items()
+        if protocol_version < version or not all(enabled.get(o, False) for o in options)
+    )
+
+
 class PgOutputDecoder:
     """Decode a sequence of pgoutput payloads, checking it as a server would produce it.
 
@@ -163,12 +183,14 @@ class PgOutputDecoder:
         #: (state -> tag byte -> (decoder, in_stream, checks, next state or None to stay)):
         #: what decode() needs, in one lookup.
         self._fast: dict[str, dict[int, tuple[Any, bool, Any, str | None]]] = {s: {} for s in _state.STATES}
-        for (state, tag), nxt in _state.TRANSITIONS.items():
-            handler = self._handler(tag)
-            self._table[state][tag] = (nxt, handler)
-            self._fast[state][ord(tag)] = (
-                _DECODERS[ord(tag)], state == _STREAM, handler, None if nxt == state else nxt,
-            )
+        # each tag's checks once, each transition's constants from a table made at import
+        missing = _not_negotiated(protocol_version, self.streaming, self.two_phase, self.messages)
+        handlers = {tag: self._handler(tag, tag in missing) for tag in _TRANSITION_TAGS}
+        table, fast, decoders = self._table, self._fast, _DECODERS
+        for state, tag, nxt, byte, in_stream, stay in _TRANSITION_ROWS:
+            handler = handlers[tag]
+            table[state][tag] = (nxt, handler)
+            fast[state][byte] = (decoders[byte], in_stream, handler, stay)
         self.state = _state.IDLE
 
     @property
@@ -266,11 +288,16 @@ class PgOutputDecoder:
             err.context.update(self._context())
             raise err.with_index(index) from None
 
-    def _handler(self, tag: str) -> Any:
-        """The checks of one message kind under this decoder's options."""
+    def _handler(self, tag: str, missing: bool | None = None) -> Any:
+        """The checks of one message kind under this decoder's options (*missing*: whether
+        it was not negotiated, when the caller knows)."""
         check = self._checks.get(tag)
         needs = _NEEDS.get(tag)
-        if needs is None or self._negotiated(tag, needs):
+        if needs is None:
+            return check
+        if missing is None:
+            missing = not self._negotiated(tag, needs)
+        if not missing:
             return check
 
         def not_negotiated(msg: Any, index: int) -> None:
