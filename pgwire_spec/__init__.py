@@ -142,15 +142,28 @@ def encode(message: Any) -> bytes:
     pgoutput messages give their payload; replication messages (XLogData …) the bytes
     inside CopyData; frontend/backend messages their whole framed message.
     """
+    fn = _ENCODER_OF.get(type(message))
+    if fn is None:
+        fn = _encoder_of(message)
+    return fn(message)  # type: ignore[no-any-return]
+
+
+#: The encoder of each message class encode() has seen (the import lookups run once per class).
+_ENCODER_OF: dict[type, Any] = {}
+
+
+def _encoder_of(message: Any) -> Any:
     _registered()
     if isinstance(message, _module(".pgoutput.messages").PgOutputMessage):
-        return _module(".pgoutput._codec").encode(message)  # type: ignore[no-any-return]
-    if isinstance(message, _module(".replication.messages").ReplicationMessage):
-        return _module(".replication.messages").encode_copy_data(message)  # type: ignore[no-any-return]
-    fn = _ENCODERS.get(type(message))
-    if fn is None:
-        raise EncodeError(f"not a message this package encodes: {type(message).__name__}")
-    return fn(message)  # type: ignore[no-any-return]
+        fn = _module(".pgoutput._codec").encode
+    elif isinstance(message, _module(".replication.messages").ReplicationMessage):
+        fn = _module(".replication.messages").encode_copy_data
+    else:
+        fn = _ENCODERS.get(type(message))
+        if fn is None:
+            raise EncodeError(f"not a message this package encodes: {type(message).__name__}")
+    _ENCODER_OF[type(message)] = fn
+    return fn
 
 
 def __getattr__(name: str) -> Any:

@@ -70,13 +70,12 @@ def decode_message(
         abort_tail = _abort_tail(protocol_version, streaming, in_stream)
     if type(payload) is not bytes:
         payload = bytes(payload)
-    fn = _DECODERS.get(payload[0]) if payload else None
-    if fn is not None:
-        try:
-            return fn(payload, in_stream, abort_tail)  # type: ignore[no-any-return]
-        except BAD_INPUT:
-            pass  # decoded once by the fast path (bad bytes): now explained once
-    return explain_payload(payload, in_stream, abort_tail)  # or empty, or an unknown tag
+    try:
+        # an empty payload (IndexError) or an unknown tag (KeyError) is explained below too
+        return _DECODERS[payload[0]](payload, in_stream, abort_tail)  # type: ignore[no-any-return]
+    except BAD_INPUT:
+        pass  # decoded once by the fast path (bad bytes): now explained once
+    return explain_payload(payload, in_stream, abort_tail)
 
 
 @functools.lru_cache(maxsize=64)
