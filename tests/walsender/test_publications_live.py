@@ -15,6 +15,7 @@ table must end equal.
 from __future__ import annotations
 
 import random
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.walsender import Scenario, SyncFakeWalsender
+from pgwire_spec.walsender import Scenario, SyncFakeWalsender, persona
+from pgwire_spec.walsender._sql import Result, answer
 
 pytestmark = [pytest.mark.live, pytest.mark.clients]
 
@@ -171,6 +173,40 @@ class _Data:
                         conn.execute(f"UPDATE {t} SET {sets} WHERE id = %s", [*v.values(), key["id"]])
 
 
+def _catalog_differences(scenario: Scenario, major: int, queries: list[str], conn: Any) -> tuple[list[Any], int]:
+    """Each catalog query the subscriber sent the fake, asked of the real publisher too (the
+    fake's relation OIDs swapped for the real ones): column names and types, and rows
+    (OIDs as relation names, in any order), must be the same."""
+    fake_names = {t.oid: t.qualified_name for t in scenario.tables}
+    real_oids = {name: oid for oid, name in conn.execute(
+        "SELECT c.oid, n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public'").fetchall()}
+    real_names = {oid: name for name, oid in real_oids.items()}
+    out = []
+    compared = 0
+    for q in queries:
+        if not q.lstrip().upper().startswith("SELECT") or "set_config" in q:
+            continue
+        compared += 1
+        fake = answer(scenario, persona(major), scenario.server.version, q)
+        assert isinstance(fake, Result)
+        real_q = re.sub(r"\b\d{5,}\b", lambda m: str(real_oids[fake_names[int(m.group())]]), q)
+        res = conn.pgconn.exec_(real_q.encode())
+        real_cols = [(res.fname(j).decode(), res.ftype(j)) for j in range(res.nfields)]
+        real_rows = [tuple(None if (v := res.get_value(i, j)) is None else v.decode() for j in range(res.nfields))
+                     for i in range(res.ntuples)]
+
+        def named(rows: Any, names: dict[int, str], cols: list[tuple[str, int]]) -> list[Any]:
+            return sorted((tuple(names.get(int(v), v) if c == ("oid", 26) and v else v for v, c in zip(r, cols))
+                           for r in rows), key=repr)
+
+        if (list(fake.columns) != real_cols
+                or named(fake.rows, fake_names, list(fake.columns)) != named(real_rows, real_names, real_cols)):
+            out.append((q, list(fake.columns), named(fake.rows, fake_names, list(fake.columns)),
+                        real_cols, named(real_rows, real_names, real_cols)))
+    return out, compared
+
+
 def _dsn(server: Any, db: str) -> str:
     return server.dsn.replace(f"dbname={server.dbname}", f"dbname={db}")
 
@@ -268,7 +304,12 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
                 queries = fake.transcript.queries()
                 tags = [m.tag for m in fake.transcript.pgoutput() if m is not None]
                 errors = fake.transcript.errors()
+                catalog, compared = _catalog_differences(scenario, major, queries, pub)
     assert got == expected, [dict(e.fields).get("M") for e in errors]
+    # the catalog queries got a real publisher's answers: publications, table list, and per
+    # table (with copy_data) its relation, column list, columns and row filters
+    assert catalog == []
+    assert compared >= (2 + 4 * len(TABLES) if copy_data else 2), queries
     # the shape did filter: the publisher holds rows the subscribers never got
     assert publisher["public.orders"] != expected["public.orders"]
     # column list: the secret never arrives; on 18 the generated total does
