@@ -20,10 +20,8 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -33,7 +31,7 @@ from ..capture.session import Replicated, SessionError, _Conn
 from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive
 from ..servers import Provider, Server
-from ..servers._base import ClusterProvider, LocalCluster, describe_server, server_user
+from ..servers._base import ClusterProvider, LocalCluster, describe_server, new_root, server_user
 from ..servers.system import SystemProvider
 from ..wire import AuthenticationOk, CopyBothResponse, ErrorResponse, ReadyForQuery, WireMessage
 from .client import PhysicalClient
@@ -245,7 +243,7 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         primary.stop_keep()
         assert primary.root is not None
         standby = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir)
-        standby.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
+        standby.root = new_root()
         standby.root.chmod(0o755)
         user = server_user()
         data = standby.root / "data"

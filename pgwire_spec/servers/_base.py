@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -26,6 +27,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from ..errors import PgWireError
+from ._watchdog import PREFIX, reap_stale, write_owner
 
 __all__ = [
     "Server",
@@ -289,7 +291,8 @@ class LocalCluster:
         self._binary("postgres")
         major = self.binary_major()
         self.settings = {k: v for k, v in self.settings.items() if SETTING_SINCE.get(k, 0) <= major}
-        self.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
+        reap_stale()  # what runs killed before us left behind
+        self.root = new_root()
         data, sock = self.root / "data", self.root / "sock"
         sock.mkdir()
         user = server_user()
@@ -336,11 +339,43 @@ class LocalCluster:
                     env=self._env(), cwd=str(self.root), start_new_session=True,
                     **self._run_kwargs(),
                 )
+            self._watch(self.process.pid)
             if self._wait_ready(log):
                 return "127.0.0.1", self.port
             if "could not bind" not in _tail(log, 30) and "in use" not in _tail(log, 30):
                 break
         raise ProviderError(f"postgres ({postgres}) did not start: {_tail(log)}")
+
+    def _watch(self, postmaster: int) -> None:
+        """Record the postmaster in the owner file and start its watchdog (see
+        :mod:`._watchdog`): if this process dies without stopping it, the watchdog does."""
+        assert self.root is not None
+        write_owner(self.root, postmaster)
+        self._unwatch()
+        read_end, write_end = os.pipe()
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-m", "pgwire_spec.servers._watchdog", str(self.root)], stdin=read_end,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                    [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])},
+            )
+        finally:
+            os.close(read_end)
+        self._watch_fd = write_end
+
+    def _unwatch(self) -> None:
+        """Let the watchdog go (it finds nothing left to do)."""
+        fd, self._watch_fd = getattr(self, "_watch_fd", None), None
+        if fd is not None:
+            os.close(fd)
+        dog, self._watchdog = getattr(self, "_watchdog", None), None
+        if dog is not None:
+            try:
+                dog.wait(10)
+            except subprocess.TimeoutExpired:
+                dog.kill()
+                dog.wait()
 
     def _wait_ready(self, log: Path) -> bool:
         import psycopg
@@ -386,6 +421,14 @@ class LocalCluster:
             root, self.root = self.root, None
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
+            self._unwatch()
+
+
+def new_root() -> Path:
+    """A new cluster directory in the temporary folder, marked as this process's."""
+    root = Path(tempfile.mkdtemp(prefix=PREFIX))
+    write_owner(root)
+    return root
 
 
 def describe_server(provider: str, host: str, port: int, user: str, dbname: str,
