@@ -224,6 +224,43 @@ def document_format(doc: Any) -> Any:
     return doc.get("format") if isinstance(doc, dict) else None
 
 
+def _fast_case(c: Any) -> FixtureCase | None:
+    """The case, when every field is there with its JSON type (the common case: one type
+    test per field); else None."""
+    try:
+        cid, index, hx, inside = c["id"], c["index"], c["hex"], c["in_stream"]
+        lsn, xid, expected = c["lsn"], c["xid"], c["expected"]
+        flags = c.get("flags", ())
+        elided = c.get("elided_after", 0)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if not (type(cid) is str and type(index) is int and type(hx) is str and type(inside) is bool
+            and type(lsn) is str and type(xid) is int and type(expected) is dict
+            and type(elided) is int):
+        return None
+    if flags:
+        if type(flags) is not list or not all(type(f) is str for f in flags):
+            return None
+        flags = tuple(flags)
+    else:
+        flags = ()
+    return FixtureCase(id=cid, index=index, hex=hx, in_stream=inside, lsn=lsn, xid=xid,
+                       expected=expected, flags=flags, elided_after=elided)
+
+
+def _checked_case(c: Any, cw: str) -> FixtureCase:
+    """The case, or the FixtureError naming its first missing or mistyped field."""
+    flags = c.get("flags", []) if isinstance(c, dict) else []
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise FixtureError(f"{cw}.flags: expected a list of strings, found {flags!r}")
+    return FixtureCase(
+        id=_need(c, "id", str, cw), index=_need(c, "index", int, cw), hex=_need(c, "hex", str, cw),
+        in_stream=_need(c, "in_stream", bool, cw), lsn=_need(c, "lsn", str, cw),
+        xid=_need(c, "xid", int, cw), expected=_need(c, "expected", dict, cw),
+        flags=tuple(flags), elided_after=int(c.get("elided_after", 0)),
+    )
+
+
 def parse_fixture(doc: Any, path: Path) -> FixtureFile:
     """A :class:`FixtureFile` from its JSON document."""
     where = str(path)
@@ -233,16 +270,10 @@ def parse_fixture(doc: Any, path: Path) -> FixtureFile:
         gw = f"{where}: groups[{gi}]"
         cases = []
         for ci, c in enumerate(_need(g, "cases", list, gw)):
-            cw = f"{gw}.cases[{ci}]"
-            flags = c.get("flags", []) if isinstance(c, dict) else []
-            if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-                raise FixtureError(f"{cw}.flags: expected a list of strings, found {flags!r}")
-            cases.append(FixtureCase(
-                id=_need(c, "id", str, cw), index=_need(c, "index", int, cw), hex=_need(c, "hex", str, cw),
-                in_stream=_need(c, "in_stream", bool, cw), lsn=_need(c, "lsn", str, cw),
-                xid=_need(c, "xid", int, cw), expected=_need(c, "expected", dict, cw),
-                flags=tuple(flags), elided_after=int(c.get("elided_after", 0)),
-            ))
+            case = _fast_case(c)
+            if case is None:  # something is missing or mistyped: say what, with _need
+                case = _checked_case(c, f"{gw}.cases[{ci}]")
+            cases.append(case)
         context = _need(g, "context", dict, gw)
         _need(context, "protocol_version", int, gw + ".context")
         groups.append(FixtureGroup(
