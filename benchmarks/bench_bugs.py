@@ -36,6 +36,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CORPUS = ("builtin", "fixtures")
+#: the per-case timeout: generous, so that a busy machine (or a garbage collection) does not
+#: make the bug-free control "hang"; the looping mutant is found by it all the same
+TIMEOUT = 2.0
 
 
 class _Found(BaseException):
@@ -47,7 +50,7 @@ def _engine_run(bug: str, engine: str, seed: int, budget: float, streams: Any) -
     from pgwire_spec.fuzz.shards import Campaign, plan_shards, run_shard
 
     c = Campaign(name="bugs", target=planted.target(bug), engines=(engine,), corpus=CORPUS, seed=seed,
-                 budget=budget, shards_per_core=1, case_timeout=0.5, stop_on_finding=True)
+                 budget=budget, shards_per_core=1, case_timeout=TIMEOUT, stop_on_finding=True)
     r = run_shard(plan_shards(c, 1)[0], streams)
     return min((f.seconds for f in r.findings), default=None)
 
@@ -61,7 +64,7 @@ def _peer_run(bug: str, seed: int, budget: float, contexts: list[dict[str, Any]]
     from pgwire_spec.fuzz import planted
     from pgwire_spec.fuzz.oracles import DifferentialOracle
 
-    adapter = open_decoder(planted.target(bug), 0.5)
+    adapter = open_decoder(planted.target(bug), TIMEOUT)
     oracle = DifferentialOracle(adapter)
     strategy = st.tuples(st.sampled_from(contexts), st.lists(st.binary(max_size=64), min_size=1, max_size=6))
     t0 = time.perf_counter()
@@ -93,7 +96,7 @@ def _spark_run(bug: str, budget: float) -> float | None:
     from pgwire_spec.fuzz.spark import run_campaign
 
     c = Campaign(name="bugs", target=planted.target(bug), corpus=CORPUS, seed=1, budget=budget,
-                 case_timeout=0.5, stop_on_finding=True)
+                 case_timeout=TIMEOUT, stop_on_finding=True)
     r = run_campaign(c, master="local[2]", say=lambda m: None, minimise_findings=False)
     return min((f.seconds for f in r.findings), default=None)
 
