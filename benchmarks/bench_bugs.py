@@ -90,15 +90,18 @@ def _peer_run(bug: str, seed: int, budget: float, contexts: list[dict[str, Any]]
     return found[0] if found else None
 
 
-def _spark_run(bug: str, budget: float) -> float | None:
+def _spark_run(bug: str, budget: float, spark: Any) -> tuple[float | None, float]:
     from pgwire_spec.fuzz import planted
     from pgwire_spec.fuzz.shards import Campaign
     from pgwire_spec.fuzz.spark import run_campaign
 
     c = Campaign(name="bugs", target=planted.target(bug), corpus=CORPUS, seed=1, budget=budget,
                  case_timeout=TIMEOUT, stop_on_finding=True)
-    r = run_campaign(c, master="local[2]", say=lambda m: None, minimise_findings=False)
-    return min((f.seconds for f in r.findings), default=None)
+    r = run_campaign(c, spark=spark, say=lambda m: None, minimise_findings=False)
+    # the first wave's shards start with the job: their findings' times are the campaign's
+    wave1 = [f.seconds for f in r.findings if f.shard < r.cores * c.shards_per_core]
+    later = [f.seconds for f in r.findings]
+    return (min(wave1) if wave1 else min(later) if later else None), r.seconds
 
 
 def _median(times: list[float | None]) -> float:
@@ -151,13 +154,21 @@ def main() -> int:
                     times.append(_engine_run(bug, engine, seed, budget, streams))
             row[engine] = times
         print(f"  {bug:<28} " + "  ".join(f"{e} {_cell(t)}" for e, t in row.items()), flush=True)
-    spark: dict[str, float | None] = {}
+    spark: dict[str, tuple[float | None, float]] = {}
     if args.spark and not args.short:
-        for bug in bugs:
-            if bug != planted.CONTROL:
-                spark[bug] = _spark_run(bug, 300.0)
+        from pgwire_spec.fuzz.spark import spark_session
+
+        session = spark_session("local[2]", "pgwire-spec bench_bugs")  # one JVM for every campaign
+        try:
+            for bug in bugs:
+                if bug == planted.CONTROL:
+                    continue
+                spark[bug] = found, wall = _spark_run(bug, 300.0, session)
                 print(f"  local[2] default campaign, {bug}: "
-                      f"{'not found' if spark[bug] is None else f'{spark[bug]:.2f} s'}", flush=True)
+                      f"{'not found' if found is None else f'found {found:.2f} s into its shard'}, "
+                      f"campaign {wall:.1f} s wall", flush=True)
+        finally:
+            session.stop()
     names = {"mutate": "mutate", "generate": "generate", "peer": "hypothesis st.binary()"}
     print(f"\nmedian time to find over {args.seeds} seed(s), one core (runs that found it):\n")
     head = "| planted bug | " + " | ".join(names[e] for e in engines) + (" | local[2] campaign |" if spark else " |")
@@ -167,7 +178,7 @@ def main() -> int:
         cells = [_cell(row[e]) for e in engines]
         if spark:
             t = spark.get(bug)
-            cells.append("—" if t is None else f"{t:.2f} s")
+            cells.append("" if t is None else "not found" if t[0] is None else f"{t[0]:.2f} s")
         print(f"| `{bug}` | " + " | ".join(cells) + " |")
     found_by = {e: sum(not math.isinf(_median(r[e])) for b, r in rows.items() if b != planted.CONTROL)
                 for e in engines}
