@@ -24,7 +24,7 @@ Sources, each giving cases stable ids:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Any, Literal
@@ -38,8 +38,8 @@ from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
 from ..pgoutput._codec import encode as _pg_encode
-from ..pgoutput.decoder import PgOutputDecoder
 from .adapters.reference import decode_case as reference_results
+from .adapters.reference import decoder_for as _reference_decoder
 from .profile import Needs
 
 __all__ = [
@@ -110,6 +110,8 @@ class Case:
     checked: tuple[int, ...] = ()
     flags: tuple[str, ...] = ()
     source: str = "builtin"
+    #: what :attr:`needs` computed, kept (not part of the case's value)
+    _needs: Needs | None = field(default=None, compare=False, repr=False)
 
     @property
     def protocol_version(self) -> int:
@@ -129,6 +131,12 @@ class Case:
         context's options, the options its messages need in the protocol catalogue, binary
         values in its tuples, Origin messages, and for a malformed case the layer of its
         rule (``bytes``: message level, else stream level)."""
+        if self._needs is None:
+            object.__setattr__(self, "_needs", self._find_needs())  # computed once, kept
+        assert self._needs is not None
+        return self._needs
+
+    def _find_needs(self) -> Needs:
         ctx = self.context
         streaming = str(ctx.get("streaming", "off"))
         two_phase = bool(ctx.get("two_phase", False))
@@ -169,11 +177,14 @@ _ORIGIN_TAG = _pg_catalogue.ENTRIES["Origin"].tag
 
 
 def _has_binary_value(expected: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a tuple of these JSON forms holds a ``'b'`` value (``{"kind": "b", …}``)."""
     for msg in expected:
         for key in ("new_tuple", "old_tuple"):
             tup = msg.get(key)
-            if tup and any(isinstance(v, Mapping) and v.get("kind") == "b" for v in tup):
-                return True
+            if tup:
+                for v in tup:
+                    if type(v) is dict and v.get("kind") == "b":
+                        return True
     return False
 
 
@@ -363,6 +374,7 @@ class _StreamView:
         #: JSON forms by part (see :meth:`parts`)
         self.json: dict[tuple[Any, ...], Mapping[str, Any]] = {}
         self._rels: dict[tuple[int, int | None], bytes] = {}
+        self._prelude: dict[tuple[Any, ...], bytes] = {}
 
     def message(self, index: int) -> m.PgOutputMessage | None:
         if index not in self._msgs:
@@ -464,9 +476,9 @@ class _StreamView:
             return self.payloads[part[1]]
         if part[0] == "rel":
             return self.relation(part[1], part[2])
-        if part[0] == "start":
-            return _encode(m.StreamStart(part[1], True))
-        return _encode(m.StreamStop())
+        if part not in self._prelude:
+            self._prelude[part] = _encode(m.StreamStart(part[1], True) if part[0] == "start" else m.StreamStop())
+        return self._prelude[part]
 
 
 def _encode(message: m.PgOutputMessage) -> bytes:
@@ -497,7 +509,7 @@ def _stream_flags(stream: SeedStream) -> list[bool]:
 def _accepted(ctx: Mapping[str, Any], payloads: Sequence[bytes]) -> list[m.PgOutputMessage] | None:
     """The messages the reference decodes from a whole stream (ending between
     transactions), or ``None`` if it rejects any of it."""
-    decoder = PgOutputDecoder(strict=True, **{k: ctx[k] for k in DECODER_OPTIONS})
+    decoder = _reference_decoder(ctx)
     try:
         out = [decoder.decode(p) for p in payloads]
         decoder.finish()

@@ -118,8 +118,10 @@ def _error_text(entry: Mapping[str, Any]) -> str:
     return str(err)
 
 
-def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
-    """Judge an adapter's answer to *case*."""
+def judge(case: Case, answer: CaseResult, *, strict: bool = False, claimed: bool = True,
+          needs: Needs | None = None) -> Verdict:
+    """Judge an adapter's answer to *case* (*claimed* and *needs* are carried into a
+    passing verdict; :func:`run_cases` sets them on the others)."""
     pv = case.protocol_version
     if case.level == "SHOULD" and not strict:  # pragma: no cover - filtered before running
         return Verdict(case, "skipped", "SHOULD case (run with --strict)")
@@ -137,7 +139,8 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
         return Verdict(case, "failed", reason, index, expected, actual,
                        tuple((c.kind, pv, False) for c in cells), answer.seconds)
 
-    if any(r.get("crash") for r in (r.get("error", {}) for r in results) if isinstance(r, Mapping)):
+    if err_at is not None and any(isinstance(e := r.get("error"), Mapping) and e.get("crash")
+                                  for r in results[err_at:]):
         i = err_at if err_at is not None else 0
         return fail(f"adapter crashed: {_error_text(results[i])}", i, _expected_at(case, i), results[i])
     if case.error is None:
@@ -166,7 +169,8 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
             i, where = first_bad
             return Verdict(case, "failed", f"message #{i} ({kind_of(case.payloads[i])}) differs at {where}",
                            i, case.expected[i], results[i].get("message"), tuple(checks), answer.seconds)
-        return Verdict(case, "passed", checks=tuple(checks), seconds=answer.seconds)
+        return Verdict(case, "passed", checks=tuple(checks), seconds=answer.seconds, claimed=claimed,
+                       needs=needs)
     # a malformed case
     want_i, want_rule = case.error.index, case.error.rule
     expected = {"error": {"rule": want_rule, "index": want_i}}
@@ -187,7 +191,8 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False) -> Verdict:
     rule = results[err_at]["error"].get("rule") if isinstance(results[err_at]["error"], Mapping) else None
     if rule is not None and not case.error.accepts(str(rule)):
         return fail(f"rejected with rule {rule!r}, expected {want_rule!r}", err_at, expected, results[err_at])
-    return Verdict(case, "passed", checks=tuple((c.kind, pv, True) for c in cells), seconds=answer.seconds)
+    return Verdict(case, "passed", checks=tuple((c.kind, pv, True) for c in cells), seconds=answer.seconds,
+                   claimed=claimed, needs=needs)
 
 
 def _expected_at(case: Case, index: int) -> Any:
@@ -224,8 +229,10 @@ def run_cases(
             verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)", claimed=not missing,
                               needs=needs)
         else:
-            verdict = _replace(judge(case, adapter.run_case(case.id, case.context, case.payloads), strict=strict),
-                               claimed=not missing, needs=needs)
+            verdict = judge(case, adapter.run_case(case.id, case.context, case.payloads), strict=strict,
+                            claimed=not missing, needs=needs)
+            if verdict.needs is not needs:  # a verdict other than a pass
+                verdict = _replace(verdict, claimed=not missing, needs=needs)
         result.verdicts.append(verdict)
         if progress is not None:
             progress(n, len(todo), verdict)

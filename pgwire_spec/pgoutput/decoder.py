@@ -317,6 +317,18 @@ class PgOutputDecoder:
             yield self.decode(payload)
         self.finish()
 
+    def reset(self) -> None:
+        """Forget the stream and start a new one with the same options: the same as a new
+        decoder, without building its tables again (conform decodes ~100k short streams)."""
+        self.warnings = []
+        self._relations.clear()  # the checks hold this dict: emptied, not replaced
+        self.types.clear()
+        self.open_streams.clear()
+        self._stream_xid = None
+        self._begin = None
+        self._index = 0
+        self.state = _state.IDLE
+
     def finish(self) -> None:
         """The stream ended: report a transaction or streamed block left open."""
         if self.state != _state.IDLE:

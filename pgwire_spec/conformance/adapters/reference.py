@@ -7,6 +7,7 @@ In process through :func:`decode_case`; out of process with
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from ...errors import DecodeError
 from ...jsonform import to_json
 from ...pgoutput.decoder import PgOutputDecoder
 
-__all__ = ["decode_case", "VERSION", "OPTIONS", "PROFILE"]
+__all__ = ["decode_case", "decoder_for", "VERSION", "OPTIONS", "PROFILE"]
 
 #: Everything: every protocol version and option, and the sequence rules (stream level).
 PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parallel", "two_phase": True, "binary": True,
@@ -25,9 +26,29 @@ PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parallel", "two_phas
 OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
 
 
+_LOCAL = threading.local()
+
+
+def decoder_for(context: Mapping[str, Any]) -> PgOutputDecoder:
+    """A strict decoder for *context* with a new decoder's state: one per context and thread,
+    reset for each case (building its tables is most of the cost of a short case)."""
+    key = tuple(context.get(k) for k in OPTIONS)
+    cache: dict[tuple[Any, ...], PgOutputDecoder] | None = getattr(_LOCAL, "decoders", None)
+    if cache is None:
+        cache = _LOCAL.decoders = {}
+    decoder = cache.get(key)
+    if decoder is None:
+        decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in OPTIONS if k in context})
+        if len(cache) < 64:
+            cache[key] = decoder
+    else:
+        decoder.reset()
+    return decoder
+
+
 def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[dict[str, Any]]:
     """Decode a case with ``PgOutputDecoder(strict=True)``; rejections name their rule."""
-    decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in OPTIONS if k in context})
+    decoder = decoder_for(context)
     out: list[dict[str, Any]] = []
     for payload in payloads:
         try:
