@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     parse_control(args.control)
     proxy = ReplicationProxy(args.upstream, host=args.host, port=args.port, faults=faults, record=args.record,
                              reply_timeout=args.reply_timeout, bandwidth=args.bandwidth, latency=args.latency,
-                             validate=not args.no_validate)
+                             validate=not args.no_validate, keep=bool(args.record or args.control))
     return asyncio.run(_run(proxy, args))
 
 

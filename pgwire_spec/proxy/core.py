@@ -19,6 +19,7 @@ problem is a :class:`Violation` naming the message index and the rule.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +28,9 @@ from ..lsn import format_lsn
 from ..pgoutput.decoder import PgOutputDecoder
 from ..replication import frames
 from ..replication.commands import StartReplication, parse_command
-from ..replication.messages import PrimaryKeepalive, StandbyStatusUpdate, XLogData, decode_copy_data
+from ..replication.messages import StandbyStatusUpdate, decode_copy_data
 from ..walsender.faults import Fault, FaultBook, modify_payload
 from ..wire import (
-    BackendReader,
     CopyBothResponse,
     CopyData,
     CopyDone,
@@ -39,8 +39,10 @@ from ..wire import (
     GSSENCRequest,
     ParameterStatus,
     Query,
+    ReadyForQuery,
     SSLRequest,
     StartupMessage,
+    decode_message,
     encode_message,
 )
 from ..wire.reader import NeedData
@@ -54,6 +56,11 @@ PROXY_ACTIONS = ("disconnect", "reset", "stall", "delay", "corrupt", "truncate",
 
 
 _MODIFIERS = ("corrupt", "truncate", "duplicate")
+_I32 = struct.Struct("!I")
+_I64 = struct.Struct("!Q")
+_XLOG_HEAD = struct.Struct("!QQq")  # dataStart, walEnd, sendTime
+#: PostgreSQL's longest message (PQ_LARGE_MESSAGE_LIMIT, pqcomm.h): a longer length is garbage.
+_MAX_MESSAGE = 0x3FFFFFFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +216,6 @@ class ProxySession:
         self.database: str | None = None
         self.replication = "false"
         self._front = FrontendReader()
-        self._back = BackendReader()
         self._fbuf = bytearray()
         self._bbuf = bytearray()
         self._opaque = False  # a side sent what cannot be framed: bytes pass through unread
@@ -242,7 +248,7 @@ class ProxySession:
         return index
 
     @staticmethod
-    def _frames(reader: FrontendReader | BackendReader, buf: bytearray, data: bytes) -> list[tuple[Any, bytes]]:
+    def _frames(reader: FrontendReader, buf: bytearray, data: bytes) -> list[tuple[Any, bytes]]:
         """The whole messages *data* completes, each with its exact bytes."""
         buf += data
         reader.feed(data)
@@ -350,51 +356,73 @@ class ProxySession:
 
     # -- server to client ------------------------------------------------------------------
     def from_server(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
+        """Frame what the server sent (every backend message is typed: tag, length), check
+        and record each message, forward them. A replication stream's CopyData are read in
+        place (no message objects): this is the proxy's hot path."""
         if self._opaque or not data:
             return [Forward("client", data)] if data else []
-        try:
-            msgs = self._frames(self._back, self._bbuf, data)
-        except DecodeError as err:
-            self._violate(self.index, "B", err.rule, f"the server sent what cannot be read: {err}")
-            self._opaque = True
-            rest = bytes(self._bbuf)
-            self._bbuf.clear()
-            return [Forward("client", rest)]
+        buf = self._bbuf
+        buf += data
+        n = len(buf)
+        pos = 0
+        done = 0  # bytes up to here are handed out (forwarded, or replaced by a fault's output)
         out: list[Forward | Close | Pause] = []
-        pending: list[bytes] = []
-        for msg, raw in msgs:
-            index = self._record("B", raw, now)
+        record = self.state.record
+        while n - pos >= 5:
+            (length,) = _I32.unpack_from(buf, pos + 1)
+            end = pos + 1 + length
+            if length < 4 or length > _MAX_MESSAGE:
+                self._violate(self.index, "B", "length-out-of-range",
+                              f"expected a message length from 4 to {_MAX_MESSAGE}, found {length}")
+                self._opaque = True
+                pos = n
+                break
+            if end > n:
+                break
+            self.messages_to_client += 1
             st = self.stream
-            if st is not None and isinstance(msg, CopyData):
+            if st is not None and buf[pos] == 0x64:  # CopyData of the stream
+                index = self.index
+                self.index += 1
+                if record:
+                    self.exchanges.append(Exchange("B", bytes(buf[pos:end]), now))
                 if st.faults:
-                    acts = self._server_copy(st, index, msg, raw, now, pending)
-                    if acts:
-                        if pending:
-                            out.append(Forward("client", b"".join(pending)))
-                            pending = []
-                        out.extend(acts)
-                        if any(isinstance(a, Close) for a in acts):
-                            return out
-                    continue
-                self._check_copy(st, index, msg.data, now)
-                pending.append(raw)
+                    if pos > done:
+                        out.append(Forward("client", bytes(buf[done:pos])))
+                    acts = self._server_copy(st, index, bytes(buf[pos:end]), now)
+                    done = end
+                    out.extend(acts)
+                    if any(isinstance(a, Close) for a in acts):
+                        del buf[:]
+                        return out
+                else:
+                    self._check_copy(st, index, buf, pos, end, now)
+                pos = end
                 continue
+            frame = bytes(buf[pos:end])
+            self._record("B", frame, now)
+            try:
+                msg = decode_message(frame, "backend")
+            except DecodeError as err:
+                self._violate(self.index - 1, "B", err.rule, f"the server sent what cannot be read: {err}")
+                msg = None
             if isinstance(msg, CopyBothResponse) and self._pending_start is not None:
                 self._start_stream(now)
             elif isinstance(msg, CopyDone) or (st is not None and isinstance(msg, ErrorResponse)):
                 self._end_stream()
             elif isinstance(msg, ParameterStatus):
                 self.server_params[msg.name] = msg.value
-            elif type(msg).__name__ == "ReadyForQuery":
-                self.phase = "ready" if self.stream is None else self.phase
-                self._pending_start = None if self.stream is None else self._pending_start
-            pending.append(raw)
-        if pending:
-            out.append(Forward("client", b"".join(pending)))
+            elif isinstance(msg, ReadyForQuery) and self.stream is None:
+                self.phase = "ready"
+                self._pending_start = None
+            pos = end
+        if pos > done:
+            out.append(Forward("client", bytes(buf[done:pos])))
+        if pos:
+            del buf[:pos]
         for f in out:
-            if isinstance(f, Forward) and f.to == "client":
+            if isinstance(f, Forward):
                 self.bytes_to_client += len(f.data)
-        self.messages_to_client += len(msgs)
         return out
 
     def _start_stream(self, now: float) -> None:
@@ -419,28 +447,35 @@ class ProxySession:
         self.stream = None
         self.phase = "ready"
 
-    def _check_copy(self, st: _Stream, index: int, data: bytes, now: float) -> XLogData | None:
-        try:
-            rep = decode_copy_data(data)
-        except DecodeError as err:
-            self._violate(index, "B", err.rule, f"a replication message that cannot be read: {err}")
-            return None
-        if isinstance(rep, XLogData):
+    def _check_copy(self, st: _Stream, index: int, buf: bytearray | bytes, pos: int, end: int,
+                    now: float) -> int | None:
+        """Check a CopyData of the stream (``buf[pos:end]``, the whole framed message) in
+        place; for an XLogData, the offset of its pgoutput payload in *buf*."""
+        kind = buf[pos + 5] if end > pos + 5 else -1
+        if kind == 0x77 and end - pos >= 30:  # 'w' XLogData: start, end, time, payload
             st.sent += 1
-            if rep.wal_end > st.wal_end:
-                st.wal_end = rep.wal_end
-            if st.decoder is not None:
+            (wal_end,) = _I64.unpack_from(buf, pos + 14)
+            if wal_end > st.wal_end:
+                st.wal_end = wal_end
+            decoder = st.decoder
+            if decoder is not None:
                 try:
-                    st.decoder.decode(rep.data)
+                    decoder.decode(bytes(buf[pos + 30:end]))
                 except DecodeError as err:
                     # the decoder's state is left as before the message: it goes on
                     self._violate(index, "B", err.rule, str(err))
-            return rep
-        if isinstance(rep, PrimaryKeepalive):
-            if rep.wal_end > st.wal_end:
-                st.wal_end = rep.wal_end
-            if rep.reply_requested:
+            return pos + 30
+        if kind == 0x6B and end - pos == 23:  # 'k' keepalive: walEnd, time, replyRequested
+            (wal_end,) = _I64.unpack_from(buf, pos + 6)
+            if wal_end > st.wal_end:
+                st.wal_end = wal_end
+            if buf[pos + 22]:
                 self._asked.append((index, now))
+            return None
+        try:
+            decode_copy_data(bytes(buf[pos + 5:end]))
+        except DecodeError as err:
+            self._violate(index, "B", err.rule, f"a replication message that cannot be read: {err}")
         return None
 
     # -- faults ----------------------------------------------------------------------------
@@ -477,14 +512,12 @@ class ProxySession:
                     out.append(f)
         return out
 
-    def _server_copy(self, st: _Stream, index: int, msg: CopyData, raw: bytes, now: float,
-                     pending: list[bytes]) -> list[Forward | Close | Pause]:
+    def _server_copy(self, st: _Stream, index: int, raw: bytes, now: float) -> list[Forward | Close | Pause]:
         """A CopyData from the server while faults are armed: apply those due before it,
         forward it (changed or not), count it."""
         out: list[Forward | Close | Pause] = []
         modifiers: list[str] = []
-        is_x = msg.data[:1] == b"w"
-        if is_x:
+        if raw[5:6] == b"w":
             for f in self._due(st, now):
                 acts = self._apply(f, st, now)
                 if acts is None:
@@ -494,15 +527,16 @@ class ProxySession:
                     if any(isinstance(a, Close) for a in acts):
                         self._unrecord()  # the client never gets it: the recording is what passed
                         return out
-        rep = self._check_copy(st, index, msg.data, now)
+        at = self._check_copy(st, index, raw, 0, len(raw), now)
         data = raw
         copies = 1
-        if isinstance(rep, XLogData) and modifiers:
-            payload, copies = modify_payload(self.state.faults, rep.data, modifiers)
-            data = frames.xlog_data(rep.data_start, rep.wal_end, rep.send_time, payload)
+        if at is not None and modifiers:
+            payload, copies = modify_payload(self.state.faults, raw[at:], modifiers)
+            start, wal_end, send_time = _XLOG_HEAD.unpack_from(raw, 6)
+            data = frames.xlog_data(start, wal_end, send_time, payload)
         out.extend(Forward("client", data) for _ in range(copies))
-        if isinstance(rep, XLogData):
-            tag = rep.data[:1]
+        if at is not None:
+            tag = raw[at:at + 1]
             for i in st.faults:
                 f = self.state.faults.faults[i]
                 if f.kind is not None and st.due.get(i) is None and f.tag is not None and tag == f.tag.encode():

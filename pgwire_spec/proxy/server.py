@@ -175,7 +175,8 @@ class ReplicationProxy:
                     w.transport.abort()
             if self.record_dir is not None:
                 try:
-                    path = write_session(session, self.record_dir)
+                    # off the event loop: a long session takes a while to render
+                    path = await asyncio.shield(asyncio.to_thread(write_session, session, self.record_dir))
                     if path is not None:
                         self.recorded.append(path)
                 except OSError:
