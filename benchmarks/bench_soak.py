@@ -228,8 +228,10 @@ def main() -> int:
     state = ServerState(sc)
     options = state.persona.parse_options([("proto_version", "1"), ("publication_names", "pub")])
     expected = [it.payload for it in render(state.history, state.persona, options, 0).items if isinstance(it, Write)]
+    # Headroom: a client that reset or closed reconnects at once, before the server has
+    # seen its old connection end (a real server's max_connections needs the same).
     serve = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(path), "--quiet",
-                              "--max-connections", str(args.clients + 10)], stdout=subprocess.PIPE, text=True)
+                              "--max-connections", str(2 * args.clients + 10)], stdout=subprocess.PIPE, text=True)
     samples: list[tuple[float, int, int]] = []
     try:
         line = serve.stdout.readline() if serve.stdout else ""

@@ -35,12 +35,14 @@ as ``SnapBuildXactNeedsSkip`` does). The rules followed here, and where they com
 from __future__ import annotations
 
 import bisect
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..pgoutput import messages as m
 from ..pgoutput._codec import encode
+from ..pgoutput.decoder import decode_message
 from ..replication import frames
 from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
 from ._relsync import RelSync, rel_sync
@@ -50,13 +52,36 @@ from .scenario import Column, Table
 __all__ = ["Write", "Notice", "Plan", "render"]
 
 
-@dataclass(slots=True)
 class Write:
-    """One XLogData: its dataStart/walEnd (equal, or both 0) and the pgoutput message."""
+    """One XLogData: its dataStart/walEnd (equal, or both 0) and the pgoutput message.
 
-    lsn: int
-    message: m.PgOutputMessage | None
-    payload: bytes
+    A plain transaction's Insert is encoded straight from the row (the hot path of a cold
+    stream); its message is then decoded from the payload only if someone asks (the
+    transcript)."""
+
+    __slots__ = ("lsn", "_message", "payload", "_lazy")
+
+    def __init__(self, lsn: int, message: m.PgOutputMessage | None, payload: bytes, *, lazy: bool = False) -> None:
+        self.lsn = lsn
+        self._message = message
+        self.payload = payload
+        self._lazy = lazy
+
+    @property
+    def message(self) -> m.PgOutputMessage | None:
+        if self._lazy:
+            self._message = decode_message(self.payload)  # a top-level Insert: no context needed
+            self._lazy = False
+        return self._message
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Write) and (self.lsn, self.message, self.payload)
+                == (other.lsn, other.message, other.payload))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Write(lsn={self.lsn!r}, message={self.message!r}, payload={self.payload!r})"
 
 
 @dataclass(slots=True)
@@ -174,6 +199,29 @@ class Frames:
 
 
 _U = m.UNCHANGED
+_INSERT_HEAD = struct.Struct(">cIcH")
+_KIND_LEN = struct.Struct(">ci")
+
+
+def _insert_payload(oid: int, columns: tuple[Column, ...], row: dict[str, Any]) -> bytes:
+    """The payload of a top-level Insert of *row* in text form: the same bytes as encoding
+    ``Insert(None, oid, values)`` (the docs' "Logical Replication Message Formats": 'I',
+    OID, 'N', TupleData), without building the message."""
+    parts = [_INSERT_HEAD.pack(b"I", oid, b"N", len(columns))]
+    append = parts.append
+    for c in columns:
+        v = row.get(c.name)
+        if v is None:
+            append(b"n")
+            continue
+        text = c.type.text(v)
+        if text is None:
+            append(b"n")
+            continue
+        raw = text.encode("utf-8", "surrogateescape")
+        append(_KIND_LEN.pack(b"t", len(raw)))
+        append(raw)
+    return b"".join(parts)
 
 
 class _Renderer:
@@ -364,7 +412,10 @@ class _Renderer:
         if kind == "insert":
             row = ev.new
             assert row is not None
-            self.emit(ev.lsn, m.Insert(xid, rel.oid, self.values(cols, row)))
+            if xid is None and not self.binary:
+                self.plan.items.append(Write(ev.lsn, None, _insert_payload(rel.oid, cols, row), lazy=True))
+            else:
+                self.emit(ev.lsn, m.Insert(xid, rel.oid, self.values(cols, row)))
         elif kind == "update":
             assert ev.new is not None and ev.old is not None
             new = self.values(cols, ev.new, unchanged=ev.unchanged)
