@@ -2,11 +2,14 @@
 real publisher of the same major with the same publications and the same data.
 
 One combined publication shape per major (the docs' CREATE PUBLICATION): a row filter on a
-REPLICA IDENTITY FULL table in two publications (OR-ed), a column list with a row filter on
-the key of a default-identity table, a partitioned table published through its root, and
-on 18 a stored generated column published with ``publish_generated_columns``. Seeded random
-transactions update rows across the filters (into them: INSERT, out of them: DELETE), move
-keys and rows between partitions. The same subscriber server subscribes, with copy_data
+REPLICA IDENTITY FULL table in two publications (OR-ed for inserts and updates; the second
+publishes no deletes, so deletes see the first one's filter only), a column list with a row
+filter on the key of a default-identity table, a partitioned table published through its
+root, a schema published with TABLES IN SCHEMA (inserts and updates only), and on 18 a stored
+generated column published with ``publish_generated_columns``. Seeded random transactions
+update rows across the filters (into them: INSERT, out of them: DELETE), move keys and rows
+between partitions; some come from a replication origin, which subscribers of 16+ (``origin =
+none``) do not get. The same subscriber server subscribes, with copy_data
 true and false, once to a database of its own cluster (the real publisher: its slot made
 first, as a subscription to the same cluster must) and once to the fake; every subscriber
 table must end equal.
@@ -29,7 +32,7 @@ from pgwire_spec.walsender._sql import Result, answer
 pytestmark = [pytest.mark.live, pytest.mark.clients]
 
 MAJORS = [15, 16, 17, 18]
-TABLES = ("public.orders", "public.customers", "public.sales")
+TABLES = ("public.orders", "public.customers", "public.sales", "inv.stock")
 
 
 def _shape(major: int) -> dict[str, Any]:
@@ -46,7 +49,8 @@ def _shape(major: int) -> dict[str, Any]:
         pub_a["publish_generated_columns"] = "stored"
     return {
         "server": {"version": f"{major}.2"},
-        "publications": {"pub_a": pub_a, "pub_b": {"tables": [{"table": "public.orders", "where": "amount < 10"}]}},
+        "publications": {"pub_a": pub_a, "pub_b": {"tables": [{"table": "public.orders", "where": "amount < 10"}],
+                                                   "schemas": ["inv"], "publish": ["insert", "update"]}},
         "tables": {
             "public.orders": {"replica_identity": "full", "columns": [
                 {"name": "id", "type": "int4", "key": True}, {"name": "status", "type": "text"},
@@ -59,6 +63,7 @@ def _shape(major: int) -> dict[str, Any]:
                 {"name": "total", "type": "int4", "generated": "qty * 10"}]},
             "public.sales_low": {"partition_of": "public.sales", "for_values": "FROM (MINVALUE) TO (100)"},
             "public.sales_high": {"partition_of": "public.sales", "for_values": "FROM (100) TO (MAXVALUE)"},
+            "inv.stock": {"columns": [{"name": "id", "type": "int4", "key": True}, {"name": "n", "type": "int4"}]},
         },
     }
 
@@ -76,7 +81,10 @@ def _publisher_ddl(major: int) -> str:
     CREATE PUBLICATION pub_a FOR TABLE public.orders WHERE (amount > 100 AND status <> 'void'),
         public.customers (id, name) WHERE (id > 50), public.sales
         WITH (publish_via_partition_root = true{gen});
-    CREATE PUBLICATION pub_b FOR TABLE public.orders WHERE (amount < 10);
+    CREATE SCHEMA inv;
+    CREATE TABLE inv.stock (id int4 PRIMARY KEY, n int4);
+    CREATE PUBLICATION pub_b FOR TABLE public.orders WHERE (amount < 10), TABLES IN SCHEMA inv
+        WITH (publish = 'insert, update');
     """
 
 
@@ -85,6 +93,8 @@ SUBSCRIBER_DDL = """
 CREATE TABLE public.orders (id int4 PRIMARY KEY, status text, amount int4);
 CREATE TABLE public.customers (id int4 PRIMARY KEY, name text, secret text);
 CREATE TABLE public.sales (id int4 PRIMARY KEY, qty int4, total int4);
+CREATE SCHEMA inv;
+CREATE TABLE inv.stock (id int4 PRIMARY KEY, n int4);
 """
 
 
@@ -101,13 +111,32 @@ class _Data:
                 r = self.new_row(t)
                 self.rows[t][r["id"]] = r
                 self.initial[t].append(r)
-        self.transactions = [[self.change() for _ in range(self.rng.randint(1, 4))] for _ in range(30)]
+        #: ids used once: never drawn again
+        self.taken: dict[str, set[int]] = {t: set(self.rows[t]) for t in TABLES}
+        #: the transactions replayed from a replication origin: inserts of rows no later
+        #: change touches (a subscriber that skips them stays consistent), never the last
+        #: one (the test waits for the real subscriber to confirm the last)
+        self.from_origin: set[int] = set()
+        self.transactions = []
+        for i in range(30):
+            if i < 29 and self.rng.random() < 0.2:
+                self.from_origin.add(i)
+                self.transactions.append([self.origin_insert() for _ in range(self.rng.randint(1, 3))])
+            else:
+                self.transactions.append([self.change() for _ in range(self.rng.randint(1, 4))])
+
+    def origin_insert(self) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+        t = self.rng.choice(TABLES)
+        r = self.new_row(t)
+        self.taken[t].add(r["id"])
+        return "insert", t, {}, r
 
     def free_id(self, t: str) -> int:
-        top = {"public.orders": 400, "public.customers": 100, "public.sales": 200}[t]
+        top = {"public.orders": 400, "public.customers": 100, "public.sales": 200, "inv.stock": 100}[t]
+        taken = getattr(self, "taken", {}).get(t, set())
         while True:
             i = self.rng.randrange(1, top)
-            if i not in self.rows[t]:
+            if i not in self.rows[t] and i not in taken:
                 return i
 
     def new_row(self, t: str) -> dict[str, Any]:
@@ -116,6 +145,8 @@ class _Data:
             return {"id": i, "status": self.rng.choice(["new", "paid", "void"]), "amount": self.rng.randrange(0, 200)}
         if t == "public.customers":
             return {"id": i, "name": self.rng.choice(["ann", "bob", "cy"]), "secret": f"s{i}"}
+        if t == "inv.stock":
+            return {"id": i, "n": self.rng.randrange(0, 9)}
         return {"id": i, "qty": self.rng.randrange(0, 9)}
 
     def change(self) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
@@ -126,6 +157,7 @@ class _Data:
         if kind == "insert":
             r = self.new_row(t)
             rows[r["id"]] = r
+            self.taken[t].add(r["id"])
             return kind, t, {}, r
         key = self.rng.choice(sorted(rows))
         if kind == "delete":
@@ -136,13 +168,16 @@ class _Data:
                                    {"status": self.rng.choice(["new", "paid", "void"])}])
         elif t == "public.customers":
             new = self.rng.choice([{"id": self.free_id(t)}, {"name": self.rng.choice(["dee", "eve"])}])
+        elif t == "inv.stock":
+            new = self.rng.choice([{"id": self.free_id(t)}, {"n": self.rng.randrange(0, 9)}])
         else:
             new = self.rng.choice([{"id": self.free_id(t)}, {"qty": self.rng.randrange(0, 9)}])
         row = {**rows.pop(key), **new}
         rows[row["id"]] = row
+        self.taken[t].add(row["id"])
         return kind, t, {"id": key}, new
 
-    def scenario(self, major: int) -> dict[str, Any]:
+    def scenario(self, major: int, origin: str) -> dict[str, Any]:
         data = _shape(major)
         for t in TABLES:
             data["tables"][t]["rows"] = self.initial[t]
@@ -150,7 +185,8 @@ class _Data:
             {"insert": t, "new": v} if kind == "insert" else
             {"delete": t, "key": key} if kind == "delete" else
             {"update": t, "key": key, "new": v}
-            for kind, t, key, v in txn]} for txn in self.transactions]
+            for kind, t, key, v in txn], **({"origin": origin} if i in self.from_origin else {})}
+            for i, txn in enumerate(self.transactions)]
         return data
 
     def load(self, conn: Any) -> None:
@@ -159,8 +195,10 @@ class _Data:
                 conn.execute(f"INSERT INTO {t} ({', '.join(r)}) VALUES ({', '.join(['%s'] * len(r))})",
                              list(r.values()))
 
-    def replay(self, conn: Any) -> None:
-        for txn in self.transactions:
+    def replay(self, conn: Any, origin: str) -> None:
+        for i, txn in enumerate(self.transactions):
+            if i in self.from_origin:
+                conn.execute("SELECT pg_replication_origin_session_setup(%s)", [origin])
             with conn.transaction():
                 for kind, t, key, v in txn:
                     if kind == "insert":
@@ -171,6 +209,8 @@ class _Data:
                     else:
                         sets = ", ".join(f"{c} = %s" for c in v)
                         conn.execute(f"UPDATE {t} SET {sets} WHERE id = %s", [*v.values(), key["id"]])
+            if i in self.from_origin:
+                conn.execute("SELECT pg_replication_origin_session_reset()")
 
 
 def _catalog_differences(scenario: Scenario, major: int, queries: list[str], conn: Any) -> tuple[list[Any], int]:
@@ -180,7 +220,7 @@ def _catalog_differences(scenario: Scenario, major: int, queries: list[str], con
     fake_names = {t.oid: t.qualified_name for t in scenario.tables}
     real_oids = {name: oid for oid, name in conn.execute(
         "SELECT c.oid, n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public'").fetchall()}
+        "WHERE n.nspname IN ('public', 'inv')").fetchall()}
     real_names = {oid: name for name, oid in real_oids.items()}
     out = []
     compared = 0
@@ -220,11 +260,11 @@ def _synced(conn: Any) -> bool:
     return states == {"r"}
 
 
-def _wait(what: str, until: Any, timeout: float = 90.0) -> None:
+def _wait(what: str, until: Any, timeout: float = 90.0, why: Any = None) -> None:
     deadline = time.monotonic() + timeout
     while not until():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f": {why()}" if why else ""))
         time.sleep(0.2)
 
 
@@ -256,6 +296,9 @@ def databases(subscriber_server: Any, request: Any) -> Iterator[tuple[Any, dict[
             for (slot,) in admin.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s",
                                          [dbs["pub"]]).fetchall():
                 admin.execute("SELECT pg_drop_replication_slot(%s)", [slot])
+            for (name,) in admin.execute("SELECT roname FROM pg_replication_origin WHERE roname = %s",
+                                         [f"up_{dbs['pub']}"]).fetchall():
+                admin.execute("SELECT pg_replication_origin_drop(%s)", [name])
             for db in dbs.values():
                 admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
@@ -267,13 +310,16 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
 
     server, dbs = databases
     data = _Data(seed=major * 10 + copy_data)
-    scenario = Scenario.from_dict(data.scenario(major))
+    origin = f"up_{dbs['pub']}"
+    scenario = Scenario.from_dict(data.scenario(major, origin))
     slot = f"real_{dbs['pub']}"
-    copy = str(copy_data).lower()
+    # 16+: transactions from a replication origin are not sent to these subscriptions
+    options = f"copy_data = {str(copy_data).lower()}" + (", origin = none" if major >= 16 else "")
     with psycopg.connect(_dsn(server, dbs["pub"]), autocommit=True) as pub:
         pub.execute(_publisher_ddl(major))
         data.load(pub)
         pub.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", [slot])
+        pub.execute("SELECT pg_replication_origin_create(%s)", [origin])
         with SyncFakeWalsender(scenario) as fake:
             with psycopg.connect(_dsn(server, dbs["real"]), autocommit=True) as real, \
                     psycopg.connect(_dsn(server, dbs["fake"]), autocommit=True) as faked:
@@ -281,17 +327,20 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
                     conn.execute(SUBSCRIBER_DDL)
                 real.execute(f"CREATE SUBSCRIPTION s_real CONNECTION '{_dsn(server, dbs['pub'])}' "
                              f"PUBLICATION pub_a, pub_b WITH (create_slot = false, slot_name = '{slot}', "
-                             f"copy_data = {copy})")
+                             f"{options})")
                 conninfo = fake.dsn.replace("'", "''")
                 faked.execute(f"CREATE SUBSCRIPTION s_fake CONNECTION '{conninfo}' PUBLICATION pub_a, pub_b "
-                              f"WITH (copy_data = {copy})")
+                              f"WITH ({options})")
                 _wait("the real subscriber's table sync", lambda: _synced(real))
                 # the real publisher's transactions happen after its subscriber synced
-                data.replay(pub)
+                data.replay(pub, origin)
                 (end,) = pub.execute("SELECT pg_current_wal_lsn()").fetchone()
                 _wait("the real subscriber to confirm the publisher's last change", lambda: pub.execute(
                     "SELECT confirmed_flush_lsn >= %s FROM pg_replication_slots WHERE slot_name = %s",
-                    [end, slot]).fetchone()[0])
+                    [end, slot]).fetchone()[0], why=lambda: (end, pub.execute(
+                        "SELECT confirmed_flush_lsn, active FROM pg_replication_slots WHERE slot_name = %s",
+                        [slot]).fetchone(), real.execute("SELECT * FROM pg_stat_subscription").fetchall(),
+                        _tables(real), _tables(pub)))
                 expected = _tables(real)
                 try:
                     _wait("the fake's subscriber to hold what the real one holds",
@@ -321,3 +370,5 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
     else:
         assert not any(q.startswith("COPY") for q in queries)
     assert {"I", "U", "D"} <= set(tags)
+    # origin = none (16+): the origin's transactions never came; 15 gets them with an Origin
+    assert data.from_origin and ("O" in tags) == (major < 16)
