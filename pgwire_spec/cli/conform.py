@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default: 0)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-case timeout (default: 10)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="draw the generated and malformed streams again instead of reading them from the cache "
+                        "($PGWIRE_SPEC_CACHE or ~/.cache/pgwire-spec; keyed by seed, versions and sources)")
     p.add_argument("--list", action="store_true", help="list the cases (id, level, description) and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="show every failure")
 
@@ -51,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         run_cases,
         write_reports,
     )
+    from ..conformance.adapters.pg_logical_replication import cache_dir
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     bad = [s for s in sources if s not in _SOURCES]
@@ -71,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
         adapter = (open_decoder(args.decoder, args.timeout) if args.decoder
                    else open_command(args.adapter_cmd, args.timeout))
     try:
+        cache = None if args.no_cache else cache_dir() / "conform"
         cases = collect_cases(fixtures=args.fixtures, sources=sources, per_context=args.per_context,
-                              seed=args.seed)
+                              seed=args.seed, cache=cache)
     except BaseException:
         if adapter is not None:
             adapter.close()

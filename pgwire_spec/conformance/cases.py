@@ -23,7 +23,7 @@ Sources, each giving cases stable ids:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
@@ -811,15 +811,88 @@ def collect_cases(
     sources: Sequence[str] = ("fixture", "builtin", "generated", "malformed"),
     per_context: int = 20,
     seed: int = 0,
+    cache: Path | str | None = None,
 ) -> list[Case]:
-    """Every case of the suite, in a stable order."""
+    """Every case of the suite, in a stable order. With *cache* (a folder), the cases drawn
+    with hypothesis (generated and malformed streams: seconds of drawing, the same for the
+    same seed) are kept there, keyed by everything that makes them (seed, count, the
+    hypothesis and Python versions, this package's sources and ``spec/rules.yaml``)."""
     out: list[Case] = []
     if "fixture" in sources:
         out.extend(fixture_cases(fixtures))
     if "builtin" in sources:
         out.extend(builtin_cases())
     if "generated" in sources:
-        out.extend(generated_cases(per_context, seed))
+        out.extend(_cached("generated", per_context, seed, cache, lambda: generated_cases(per_context, seed)))
     if "malformed" in sources:
-        out.extend(malformed_cases(per_context, seed))
+        out.extend(_cached("malformed", per_context, seed, cache,
+                           lambda: list(_strategy_malformed(per_context, seed))))
+        out.extend(derived_malformed_cases())
     return out
+
+
+def _drawn_key(kind: str, per_context: int, seed: int) -> str:
+    import hashlib
+    import sys
+
+    import hypothesis
+
+    h = hashlib.sha256(f"{kind}/{per_context}/{seed}/{hypothesis.__version__}/{sys.version_info[:2]}".encode())
+    package = Path(__file__).resolve().parents[1]
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode())
+        h.update(path.read_bytes())
+    rules = spec_dir() / "rules.yaml"
+    if rules.is_file():
+        h.update(rules.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _case_json(c: Case) -> dict[str, Any]:
+    return {"id": c.id, "description": c.description, "section": c.section, "level": c.level,
+            "context": dict(c.context), "payloads": [p.hex() for p in c.payloads],
+            "expected": [dict(e) for e in c.expected], "checked": list(c.checked), "flags": list(c.flags),
+            "source": c.source, "error": None if c.error is None else
+            {"index": c.error.index, "rule": c.error.rule, "acceptable": list(c.error.acceptable)}}
+
+
+def _case_from_json(d: Mapping[str, Any]) -> Case:
+    err = d["error"]
+    return Case(
+        id=d["id"], description=d["description"], section=d["section"], level=d["level"],
+        context=d["context"], payloads=tuple(bytes.fromhex(p) for p in d["payloads"]),
+        expected=tuple(d["expected"]), checked=tuple(d["checked"]), flags=tuple(d["flags"]),
+        source=d["source"],
+        error=None if err is None else ExpectedError(err["index"], err["rule"], tuple(err["acceptable"])),
+    )
+
+
+def _cached(kind: str, per_context: int, seed: int, cache: Path | str | None,
+            make: Callable[[], list[Case]]) -> list[Case]:
+    """*make()*'s cases, read from or written to the *cache* folder (JSON, written
+    atomically; an unreadable or unwritable cache is ignored)."""
+    if cache is None:
+        return make()
+    import json
+    import os
+    import tempfile
+
+    path = Path(cache) / f"conform-{kind}-{_drawn_key(kind, per_context, seed)}.json"
+    try:
+        return [_case_from_json(d) for d in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    cases = make()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".conform-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump([_case_json(c) for c in cases], f)
+        os.replace(tmp, path)
+        # keep the newest few per kind (other seeds and counts; older sources go)
+        old = sorted(path.parent.glob(f"conform-{kind}-*.json"), key=lambda p: p.stat().st_mtime)[:-8]
+        for stale in old:
+            stale.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return cases

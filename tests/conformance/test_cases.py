@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +102,22 @@ def test_levels_sections_and_labels() -> None:
     assert kind_of(b"") == "empty payload" and kind_of(b"Z") == "unknown tag" and kind_of(b"B") == "Begin"
     assert context_label({"protocol_version": 4, "streaming": "parallel", "binary": True}) == \
         "proto4-streaming-parallel-binary"
+
+
+def test_drawn_cases_are_cached_by_what_makes_them(tmp_path: Path) -> None:
+    from pgwire_spec.conformance.cases import _cached, derived_malformed_cases
+
+    made: list[int] = []
+    cases = derived_malformed_cases()[:5]  # any cases: what is kept must come back equal
+
+    def make() -> list[Any]:
+        made.append(1)
+        return cases
+
+    assert _cached("malformed", 3, 7, tmp_path, make) == cases
+    assert _cached("malformed", 3, 7, tmp_path, make) == cases and len(made) == 1  # read back
+    assert _cached("malformed", 3, 8, tmp_path, make) == cases and len(made) == 2  # another seed
+    for f in tmp_path.iterdir():
+        f.write_text("not json")
+    assert _cached("malformed", 3, 7, tmp_path, make) == cases and len(made) == 3  # a broken cache
+    assert _cached("malformed", 3, 7, None, make) == cases and len(made) == 4      # no cache

@@ -40,7 +40,9 @@ function value(v) {
   if (v instanceof Uint8Array) return { kind: 'b', hex: hex(v) };
   return { kind: 't', text: String(v) };
 }
-const tuple = (obj) => Object.keys(obj).map((k) => value(obj[k]));
+// in the relation's column order: the parser returns an object keyed by column name, and
+// a JavaScript object lists integer-like keys (a column named "0") first
+const tuple = (obj, relation) => relation.columns.map((c) => value(obj[c.name]));
 function keyTuple(key, relation) {
   // readKeyTuple keeps only the key columns: the others are gone, shown as 'n'
   return relation.columns.map((c) => (relation.keyColumns.includes(c.name) && key[c.name] !== undefined
@@ -64,15 +66,15 @@ function form(msg) {
         columns: msg.columns.map((c) => ({ flags: c.flags, name: c.name, type_oid: c.typeOid, type_modifier: c.typeMod })),
       };
     case 'insert':
-      return { type: 'Insert', tag: 'I', xid: null, relation_id: msg.relation.relationOid, new_tuple: tuple(msg.new) };
+      return { type: 'Insert', tag: 'I', xid: null, relation_id: msg.relation.relationOid, new_tuple: tuple(msg.new, msg.relation) };
     case 'update': {
       const oldKind = msg.key ? 'K' : (msg.old ? 'O' : null);
-      const old = msg.key ? keyTuple(msg.key, msg.relation) : (msg.old ? tuple(msg.old) : null);
-      return { type: 'Update', tag: 'U', xid: null, relation_id: msg.relation.relationOid, old_kind: oldKind, old_tuple: old, new_tuple: tuple(msg.new) };
+      const old = msg.key ? keyTuple(msg.key, msg.relation) : (msg.old ? tuple(msg.old, msg.relation) : null);
+      return { type: 'Update', tag: 'U', xid: null, relation_id: msg.relation.relationOid, old_kind: oldKind, old_tuple: old, new_tuple: tuple(msg.new, msg.relation) };
     }
     case 'delete': {
       const oldKind = msg.key ? 'K' : 'O';
-      const old = msg.key ? keyTuple(msg.key, msg.relation) : tuple(msg.old);
+      const old = msg.key ? keyTuple(msg.key, msg.relation) : tuple(msg.old, msg.relation);
       return { type: 'Delete', tag: 'D', xid: null, relation_id: msg.relation.relationOid, old_kind: oldKind, old_tuple: old };
     }
     case 'truncate':
