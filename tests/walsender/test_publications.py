@@ -209,3 +209,96 @@ def test_pg_get_publication_tables_per_major() -> None:
     assert rows("leaves", 16) == [("m_eu", (1, 2, 3)), ("m_us", (1, 2, 3))]
     assert rows("cols", 15) == [("t", (1, 3))] and rows("cols", 16) == [("t", (1, 3))]
     assert rows("all", 15) == [("t", None), ("m_eu", None), ("m_us", None)]
+
+
+# ------------------------------------------------------------------------------------------
+# The catalog answers and table sync's COPY (the live test compares them with real servers)
+# ------------------------------------------------------------------------------------------
+
+
+def _answer(sql: str, major: int = 16) -> Any:
+    from pgwire_spec.walsender import persona
+    from pgwire_spec.walsender._sql import answer
+
+    s = load_scenario(EXAMPLES / "publications.yaml")
+    return answer(s, persona(major), f"{major}.1", sql)
+
+
+def test_table_sync_copies_the_filtered_rows_of_every_partition() -> None:
+    from pgwire_spec.walsender._sql import CopyOut
+
+    ans = _answer("COPY (SELECT id, status, amount FROM ONLY public.orders WHERE "
+                  "((amount > 100) AND (status <> 'void'::text)) OR (amount < 10)) TO STDOUT")
+    assert isinstance(ans, CopyOut) and ans.where is not None
+    assert [r for t in ans.sources for r in t.initial_rows if ans.where.matches(r)] == [
+        {"id": 1, "status": "paid", "amount": 150}]
+    ans = _answer("COPY (SELECT id, qty, total FROM public.sales) TO STDOUT WITH (FORMAT binary)")
+    assert isinstance(ans, CopyOut) and ans.binary and [t.name for t in ans.sources] == ["sales_low", "sales_high"]
+    assert [c.name for c in ans.columns] == ["id", "qty", "total"]
+
+
+@pytest.mark.parametrize(("sql", "code"), [
+    ("COPY public.nope TO STDOUT", "42P01"),
+    ("COPY (SELECT nope FROM public.orders) TO STDOUT", "42703"),
+    ("COPY public.orders FROM STDIN", "0A000"),
+    ("COPY (SELECT id FROM public.orders WHERE lower(status) = 'x') TO STDOUT", "0A000"),
+    ("COPY (SELECT id FROM public.orders) TO STDOUT WITH (FORMAT csv)", "0A000"),
+    ("COPY (SELECT id FROM public.orders) TO STDOUT WITH (FORMAT nope)", "22023"),
+    ("COPY (SELECT FROM", "42601"),
+])
+def test_a_copy_the_fake_cannot_serve_is_a_clear_error(sql: str, code: str) -> None:
+    from pgwire_spec.walsender import ServerError
+
+    with pytest.raises(ServerError) as info:
+        _answer(sql)
+    assert info.value.sqlstate == code
+
+
+def test_the_subscribers_catalog_queries_see_the_publications() -> None:
+    s = load_scenario(EXAMPLES / "publications.yaml")
+    oid = {t.name: t.oid for t in s.tables}
+    # 16+: one call for both publications; the partitioned table via its root only
+    tables = _answer("SELECT DISTINCT n.nspname, c.relname, gpt.attrs FROM pg_class c JOIN pg_namespace n "
+                     "ON n.oid = c.relnamespace JOIN ( SELECT (pg_get_publication_tables(VARIADIC "
+                     "array_agg(pubname::text))).* FROM pg_publication WHERE pubname IN ( 'pub_main', 'pub_small' )) "
+                     "AS gpt ON gpt.relid = c.oid", 18)
+    assert sorted(tables.rows) == [("public", "customers", "1 2"), ("public", "orders", "1 2 3"),
+                                   ("public", "sales", "1 2 3")]
+    lists = _answer("SELECT DISTINCT (CASE WHEN (array_length(gpt.attrs, 1) = c.relnatts) THEN NULL ELSE gpt.attrs "
+                    "END) FROM pg_publication p, LATERAL pg_get_publication_tables(p.pubname) gpt, pg_class c "
+                    f"WHERE gpt.relid = {oid['customers']} AND c.oid = gpt.relid AND p.pubname IN ( 'pub_main' )")
+    assert lists.rows == (("1 2",),)
+    quals = _answer("SELECT DISTINCT pg_get_expr(gpt.qual, gpt.relid) FROM pg_publication p, LATERAL "
+                    f"pg_get_publication_tables(p.pubname) gpt WHERE gpt.relid = {oid['orders']} "
+                    "AND p.pubname IN ( 'pub_main', 'pub_small' )")
+    assert sorted(quals.rows) == [("((amount > 100) AND (status <> 'void'::text))",), ("(amount < 10)",)]
+    rel = _answer("SELECT c.oid, c.relreplident, c.relkind FROM pg_catalog.pg_class c INNER JOIN "
+                  "pg_catalog.pg_namespace n ON (c.relnamespace = n.oid) WHERE n.nspname = 'public' "
+                  "AND c.relname = 'sales'")
+    assert rel.rows == ((str(oid["sales"]), "d", "p"),)
+    # 17 asks for the columns that are not generated; 18 for all, flagged
+    cols17 = _answer("SELECT a.attnum, a.attname, a.atttypid, a.attnum = ANY(i.indkey) FROM pg_catalog.pg_attribute a "
+                     "LEFT JOIN pg_catalog.pg_index i ON (i.indexrelid = pg_get_replica_identity_index("
+                     f"{oid['sales']})) WHERE a.attnum > 0::pg_catalog.int2 AND NOT a.attisdropped AND "
+                     f"a.attgenerated = '' AND a.attrelid = {oid['sales']} ORDER BY a.attnum", 17)
+    assert [r[1] for r in cols17.rows] == ["id", "qty"]
+    cols18 = _answer("SELECT a.attnum, a.attname, a.atttypid, a.attnum = ANY(i.indkey), a.attgenerated != '' "
+                     "FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_index i ON (i.indexrelid = "
+                     f"pg_get_replica_identity_index({oid['sales']})) WHERE a.attnum > 0::pg_catalog.int2 AND NOT "
+                     f"a.attisdropped AND a.attrelid = {oid['sales']} ORDER BY a.attnum", 18)
+    assert [(r[1], r[4]) for r in cols18.rows] == [("id", "f"), ("qty", "f"), ("total", "t")]
+
+
+def test_different_column_lists_stop_the_walsender() -> None:
+    from pgwire_spec.walsender import persona
+    from pgwire_spec.walsender._render import Notice, render
+
+    s = Scenario.from_dict({**_scenario({"a": {"tables": [{"table": "public.t", "columns": ["id", "name"]}]},
+                                         "b": {"tables": [{"table": "public.t", "columns": ["id"]}]}}),
+                            "transactions": [{"changes": [{"insert": "public.t", "new": {"id": 1}}]}]})
+    p = persona(16)
+    plan = render(compile_history(s), p, p.parse_options([("proto_version", "4"), ("publication_names", "a,b")]),
+                  s.server.start_lsn)
+    notices = [it for it in plan.items if isinstance(it, Notice)]
+    assert [(n.error.sqlstate, n.error.message) for n in notices] == [
+        ("0A000", 'cannot use different column lists for table "public.t" in different publications')]
