@@ -17,6 +17,11 @@ A scenario is declared in YAML or JSON (schema: ``spec/scenario.schema.json``; e
           - {update: public.accounts, key: {id: 2}, new: {id: 2, name: robert}}
           - {delete: public.accounts, key: {id: 1}}
 
+Publications take every form ``CREATE PUBLICATION`` has — column lists, row filters,
+``TABLES IN SCHEMA``, ``publish``, ``publish_via_partition_root`` with partitioned tables
+(``partition_by``, ``partition_of`` + ``for_values``), ``publish_generated_columns`` with
+stored generated columns (``generated``): see :mod:`.publications`.
+
 Loading checks everything a real server would have refused (an update of a row that does
 not exist, a key that does not name the key columns, a value its type cannot hold …) and
 reports it as a :class:`ScenarioError` with the path of the offending entry.
