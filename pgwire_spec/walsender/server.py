@@ -234,6 +234,11 @@ class FakeWalsender:
         transport.set_write_buffer_limits(high=HIGH_WATER, low=HIGH_WATER // 4)
         try:
             while True:
+                # Cleared before the core looks at its input: bytes the pump feeds from now
+                # on leave it set, so a Wait below cannot sleep through them (with input
+                # backpressure the pump may then be waiting for us: a lost wake-up would
+                # stall both).
+                wake.clear()
                 action = conn.next_action(loop.time())
                 if not readable.is_set():
                     readable.set()
@@ -249,7 +254,6 @@ class FakeWalsender:
                 elif isinstance(action, Wait):
                     if transport.get_write_buffer_size():
                         await writer.drain()
-                    wake.clear()
                     if action.deadline is None:
                         await wake.wait()
                     else:
