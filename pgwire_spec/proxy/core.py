@@ -31,6 +31,8 @@ from ..replication.commands import StartReplication, parse_command
 from ..replication.messages import StandbyStatusUpdate, decode_copy_data
 from ..walsender.faults import Fault, FaultBook, modify_payload
 from ..wire import (
+    AuthenticationSASL,
+    AuthenticationSASLContinue,
     CopyBothResponse,
     CopyData,
     CopyDone,
@@ -412,6 +414,10 @@ class ProxySession:
                 self._end_stream()
             elif isinstance(msg, ParameterStatus):
                 self.server_params[msg.name] = msg.value
+            elif isinstance(msg, AuthenticationSASL):
+                self._front.expect_password("sasl-initial")  # how the client's next 'p' reads
+            elif isinstance(msg, AuthenticationSASLContinue):
+                self._front.expect_password("sasl-response")
             elif isinstance(msg, ReadyForQuery) and self.stream is None:
                 self.phase = "ready"
                 self._pending_start = None

@@ -148,8 +148,20 @@ class ReplicationProxy:
         try:
             upstream = await self._connect_upstream()
         except (TimeoutError, OSError, ProxyError) as exc:
-            # answer as a server that cannot be reached would, once the client speaks
+            # answer once the client sent its startup packet (its SSLRequest answered 'N'),
+            # so that libpq shows the reason
             msg = f"pgwire-spec proxy: cannot reach the upstream server: {exc}"
+            loop = asyncio.get_running_loop()
+            try:
+                while session.phase == "startup":
+                    data = await asyncio.wait_for(reader.read(READ), 10)
+                    for act in session.from_client(data, loop.time()):
+                        if isinstance(act, Forward) and act.to == "client":
+                            writer.write(act.data)
+                    if not data:
+                        break
+            except (TimeoutError, OSError):
+                pass
             writer.write(encode_message(ErrorResponse((("S", "FATAL"), ("V", "FATAL"), ("C", "08006"), ("M", msg)))))
             await _drain_close(writer)
             self.state.forget(session)
@@ -250,7 +262,12 @@ class ReplicationProxy:
                 timeout = None if deadline is None else max(0.0, deadline - loop.time())
                 read = asyncio.ensure_future(up_reader.read(READ))
                 waker = asyncio.ensure_future(wake.wait())
-                got, _ = await asyncio.wait({read, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                try:
+                    got, _ = await asyncio.wait({read, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                except asyncio.CancelledError:
+                    read.cancel()
+                    waker.cancel()
+                    raise
                 if read not in got:
                     read.cancel()
                     waker.cancel()
@@ -304,10 +321,16 @@ class ReplicationProxy:
         for act in out:
             if isinstance(act, Forward):
                 if act.to == "client":
-                    writer.write(act.data)
                     if shaped and self.bandwidth:
-                        await writer.drain()
-                        await asyncio.sleep(len(act.data) / self.bandwidth)
+                        # at most bandwidth bytes per second: pieces of a 50th of a second each
+                        piece = max(1, self.bandwidth // 50)
+                        for i in range(0, len(act.data), piece):
+                            part = act.data[i:i + piece]
+                            await asyncio.sleep(len(part) / self.bandwidth)
+                            writer.write(part)
+                            await writer.drain()
+                    else:
+                        writer.write(act.data)
                 else:
                     up_writer.write(act.data)
             elif isinstance(act, Pause):
