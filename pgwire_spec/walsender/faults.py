@@ -56,6 +56,10 @@ ACTIONS: dict[str, str] = {
 }
 
 
+#: The longest time a fault waits or lasts (a week): finite, so deadlines stay numbers.
+MAX_SECONDS = 7 * 86400.0
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     action: str
@@ -76,6 +80,14 @@ class Fault:
     kind: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("after_messages", "connection", "times", "offset", "keep"):
+            value = getattr(self, name)
+            if isinstance(value, int) and not 0 <= value < 1 << 63:
+                raise ValueError(f"expected {name} from 0 to 2^63-1, found {value}")
+        for name in ("after_seconds", "seconds"):
+            value = getattr(self, name)
+            if isinstance(value, (int, float)) and not 0 <= value <= MAX_SECONDS:
+                raise ValueError(f"expected {name} from 0 to {MAX_SECONDS:g} seconds, found {value}")
         if self.action not in ACTIONS:
             raise ValueError(f"expected a fault action among {', '.join(ACTIONS)}, found {self.action!r}")
         if self.action not in ("refuse_auth",) and self.after_messages is None and self.after_seconds is None:

@@ -127,6 +127,16 @@ class ColumnType:
 _TYPE_RE = re.compile(r"^\s*([a-z_][a-z0-9_ \"]*?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\])?\s*$")
 
 
+_MAX_OID = (1 << 32) - 1
+
+
+def _typmod(value: Any) -> int:
+    """A type modifier (atttypmod): -1 or a 32-bit signed value as the catalog holds it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 1 << 31:
+        raise ValueError(f"expected a type modifier from -1 to 2^31-1, found {value!r}")
+    return value
+
+
 def resolve_type(spec: Any) -> ColumnType:
     """A column type from a scenario: a SQL type name, an OID, or a mapping
     ``{oid: N, name: …, namespace: …, typmod: …}``. Raises ValueError naming what it found."""
@@ -138,11 +148,11 @@ def resolve_type(spec: Any) -> ColumnType:
             if "name" in spec:
                 base = resolve_type(spec["name"])
                 return ColumnType(base.oid, base.name, spec.get("namespace", base.namespace),
-                                  int(spec.get("typmod", base.typmod)), base.element)
+                                  _typmod(spec.get("typmod", base.typmod)), base.element)
             raise ValueError("expected a type with an oid or a name, found neither")
         oid = spec["oid"]
-        if isinstance(oid, bool) or not isinstance(oid, int) or oid <= 0:
-            raise ValueError(f"expected a positive type OID, found {oid!r}")
+        if isinstance(oid, bool) or not isinstance(oid, int) or not 0 < oid <= _MAX_OID:
+            raise ValueError(f"expected a type OID from 1 to {_MAX_OID}, found {oid!r}")
         name = spec.get("name")
         known = type_name(oid)
         if name is None:
@@ -151,15 +161,15 @@ def resolve_type(spec: Any) -> ColumnType:
             name = str(name)
         found = _from_oid(oid) if known is not None else None
         namespace = spec.get("namespace", "pg_catalog" if oid < FIRST_USER_OID else "public")
-        typmod = int(spec.get("typmod", -1))
+        typmod = _typmod(spec.get("typmod", -1))
         if found is not None:
             return ColumnType(found.oid, found.name, namespace, typmod, found.element)
         return ColumnType(oid, str(name), str(namespace), typmod)
     if isinstance(spec, int) and not isinstance(spec, bool):
         if type_name(spec) is not None:
             return _from_oid(spec)
-        if spec <= 0:
-            raise ValueError(f"expected a positive type OID, found {spec}")
+        if not 0 < spec <= _MAX_OID:
+            raise ValueError(f"expected a type OID from 1 to {_MAX_OID}, found {spec}")
         return ColumnType(spec, f"type_{spec}", "pg_catalog" if spec < FIRST_USER_OID else "public")
     if not isinstance(spec, str):
         raise ValueError(f"expected a type name like 'int4' or 'text', found {spec!r}")
@@ -181,7 +191,7 @@ def resolve_type(spec: Any) -> ColumnType:
             f"expected a built-in type name ({known}) or {{oid: N, name: …}} for other types, found {spec!r}"
         )
     oid, array_oid = BUILTIN_TYPES[name]
-    typmod = type_modifier(name, int(a) if a else None, int(b) if b else None)
+    typmod = _typmod(type_modifier(name, int(a) if a else None, int(b) if b else None))
     base = ColumnType(oid, name, "pg_catalog", -1 if is_array else typmod)
     if is_array:
         return ColumnType(array_oid, "_" + name, "pg_catalog", typmod, base)
