@@ -136,14 +136,52 @@ TypedRow = Mapping[str, Any]
 
 
 class _Node:
-    """One parsed sub-expression: its evaluation and its text as pg_get_expr prints it."""
+    """One parsed sub-expression: its evaluation, its text as pg_get_expr prints it, and
+    what the parser knows of its type (a column's type, or the kind of a literal: int,
+    float, unknown for a quoted one, bool) with the literal itself."""
 
-    __slots__ = ("eval", "text", "top")
+    __slots__ = ("eval", "text", "sqltype", "literal")
 
-    def __init__(self, ev: Callable[[TypedRow], Any], text: str, top: bool = False) -> None:
+    def __init__(self, ev: Callable[[TypedRow], Any], text: str, sqltype: str | None = None,
+                 literal: str | None = None) -> None:
         self.eval = ev
         self.text = text
-        self.top = top
+        self.sqltype = sqltype
+        self.literal = literal
+
+
+_INT_TYPES = frozenset({"int2", "int4", "int8", "smallint", "integer", "bigint"})
+_FLOAT_TYPES = {"float8": "double precision", "double precision": "double precision", "float4": "real",
+                "real": "real"}
+_CHAR_TYPES = frozenset({"varchar", "character varying"})
+
+
+def _operand_texts(left: _Node, right: _Node) -> tuple[str, str]:
+    """The operands of a binary operator as ruleutils.c prints them once the parser has
+    coerced a literal to the column's type (or the column to the literal's)."""
+
+    def side(node: _Node, other: _Node) -> str:
+        t = other.sqltype
+        if node.literal is None:
+            if node.sqltype in _INT_TYPES and other.sqltype == "float":
+                return f"({node.text})::numeric"      # int4 vs 1.5: the column is cast
+            if node.sqltype in _CHAR_TYPES and other.sqltype in ("unknown", "text"):
+                return f"({node.text})::text"
+            return node.text
+        lit, kind = node.literal, node.sqltype
+        if t in ("numeric", "decimal"):
+            if kind == "int":
+                return f"({lit})::numeric" if not lit.startswith("-") else f"'{lit}'::numeric"
+            if kind == "unknown":
+                return lit if "." in lit and lit.lstrip("-").replace(".", "", 1).isdigit() else f"'{lit}'::numeric"
+        if t in _INT_TYPES and kind == "int" and lit.startswith("-"):
+            return f"'{lit}'::{'integer' if -(1 << 31) <= int(lit) else 'bigint'}"
+        if t in _FLOAT_TYPES and kind in ("int", "float"):
+            return f"({lit})::{_FLOAT_TYPES[t]}" if kind == "int" and not lit.startswith("-") \
+                else f"'{lit}'::{_FLOAT_TYPES[t]}"
+        return node.text
+
+    return side(left, right), side(right, left)
 
 
 def _deparse_node(node: Any) -> str:
@@ -181,23 +219,24 @@ class _Compiler:
             if name not in self.types:
                 raise ExpressionError(f"a column of the table ({', '.join(self.types)})", repr(name))
             self.columns.add(name)
-            return _Node(lambda row, n=name: row.get(n), _quote_ident(name))
+            return _Node(lambda row, n=name: row.get(n), _quote_ident(name), self.types[name])
         if isinstance(node, ast.A_Const):
             if node.isnull:
                 return _Node(lambda row: None, "NULL")
             v = node.val
             if isinstance(v, ast.Integer):
                 d = decimal.Decimal(v.ival)
-                return _Node(lambda row, d=d: d, str(v.ival))
+                text = str(v.ival) if v.ival >= 0 else f"'{v.ival}'::integer"
+                return _Node(lambda row, d=d: d, text, "int", str(v.ival))
             if isinstance(v, ast.Float):
                 d = decimal.Decimal(v.fval)
-                return _Node(lambda row, d=d: d, v.fval)
+                return _Node(lambda row, d=d: d, v.fval, "float", v.fval)
             if isinstance(v, ast.Boolean):
                 b = bool(v.boolval)
-                return _Node(lambda row, b=b: b, "true" if b else "false")
+                return _Node(lambda row, b=b: b, "true" if b else "false", "bool")
             if isinstance(v, ast.String):
                 s = v.sval
-                return _Node(lambda row, s=s: s, "'" + s.replace("'", "''") + "'::text")
+                return _Node(lambda row, s=s: s, "'" + s.replace("'", "''") + "'::text", "unknown", s)
             raise self.unsupported(node)
         if isinstance(node, ast.TypeCast):
             inner = self.node(node.arg)
@@ -256,7 +295,8 @@ class _Compiler:
                 except TypeError:
                     raise ExpressionError(f"comparable values for {op}", f"{a!r} and {b!r}") from None
 
-            return _Node(compare, f"({left.text} {'<>' if op == '!=' else op} {right.text})")
+            lt, rt = _operand_texts(left, right)
+            return _Node(compare, f"({lt} {'<>' if op == '!=' else op} {rt})", "bool")
         if kind == enums.A_Expr_Kind.AEXPR_OP and (op in _ARITH or op == "||") and node.lexpr is not None:
             left, right = self.node(node.lexpr), self.node(node.rexpr)
 
@@ -272,7 +312,9 @@ class _Compiler:
                 except (TypeError, decimal.InvalidOperation, ZeroDivisionError) as exc:
                     raise ExpressionError(f"numbers for {op}", f"{a!r} and {b!r} ({exc})") from None
 
-            return _Node(arith, f"({left.text} {op} {right.text})")
+            lt, rt = _operand_texts(left, right)
+            rtype = "text" if op == "||" else (left.sqltype if left.literal is None else right.sqltype)
+            return _Node(arith, f"({lt} {op} {rt})", rtype)
         if kind == enums.A_Expr_Kind.AEXPR_OP and op == "-" and node.lexpr is None:
             right = self.node(node.rexpr)
             return _Node(lambda row, f=right.eval: None if f(row) is None else -f(row), f"(- {right.text})")
@@ -339,7 +381,8 @@ class Expression:
     """A SQL expression over one table's columns (a row filter, a generation expression).
 
     ``text`` is what the scenario wrote; ``columns`` the columns it reads; ``deparsed``
-    its text as ``pg_get_expr`` prints it for the supported forms (fully parenthesised)."""
+    its text as ``pg_get_expr`` prints it (ruleutils.c: every operator parenthesised,
+    literals with the casts the parser added) for the supported forms."""
 
     text: str
     columns: frozenset[str]
@@ -373,7 +416,7 @@ def parse_expression(text: str, types: Mapping[str, str]) -> Expression:
         raise ExpressionError("one SQL expression", repr(text))
     comp = _Compiler(types)
     root = comp.node(where)
-    deparsed = root.text if root.text.startswith("(") else f"({root.text})"
+    deparsed = root.text
     return Expression(text, frozenset(comp.columns), deparsed, root.eval, tuple(sorted(types.items())))
 
 

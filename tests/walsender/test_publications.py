@@ -45,7 +45,7 @@ def test_expressions_evaluate_as_the_server_does(text: str, row: dict[str, Any],
 
 def test_expressions_print_as_pg_get_expr_does() -> None:
     e = parse_expression("amount > 100 AND name IS NOT NULL OR name IN ('x','y')", TYPES)
-    assert e.deparsed == "(((amount > 100) AND (name IS NOT NULL)) OR (name = ANY (ARRAY['x'::text, 'y'::text])))"
+    assert e.deparsed == "(((amount > (100)::numeric) AND (name IS NOT NULL)) OR (name = ANY (ARRAY['x'::text, 'y'::text])))"
     assert e.columns == {"amount", "name"}
     assert parse_expression("id < 5", TYPES).deparsed == "(id < 5)"
 

@@ -372,3 +372,41 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
     assert {"I", "U", "D"} <= set(tags)
     # origin = none (16+): the origin's transactions never came; 15 gets them with an Origin
     assert data.from_origin and ("O" in tags) == (major < 16)
+
+
+#: Row filters of every supported form over columns of several types.
+FILTERS = ["amount > 100", "amount > 1.5", "amount >= '1.5'", "id <> -3", "id > 100", "big > 100", "id > 1.5",
+           "f8 > 1", "name = 'x'", "vc = 'x'", "name IN ('a','b')", "name NOT IN ('a','b')", "id BETWEEN 1 AND 3",
+           "id NOT BETWEEN 1 AND 3", "flag", "flag = true", "NOT (id = 1)", "note IS NULL", "note IS NOT NULL",
+           "id % 2 = 0 AND id * 2 + 1 > 5 OR name || '!' = 'a!'"]
+
+
+@pytest.mark.parametrize("major", [16])
+def test_row_filters_print_as_the_servers_pg_get_expr(subscriber_server: Any, major: int) -> None:
+    """The fake answers the subscriber's pg_get_expr(gpt.qual, …) with the server's text
+    (ruleutils.c), casts the parser added included."""
+    import psycopg
+
+    from pgwire_spec.walsender.publications import parse_expression
+
+    server = subscriber_server(major)
+    db = f"f_{uuid.uuid4().hex[:8]}"
+    types = {"id": "int4", "big": "int8", "name": "text", "amount": "numeric", "flag": "bool", "note": "text",
+             "vc": "varchar", "f8": "float8"}
+    with psycopg.connect(server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {db}")
+    try:
+        with psycopg.connect(_dsn(server, db), autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (id int4 PRIMARY KEY, big int8, name text, amount numeric, flag bool, "
+                         "note text, vc varchar(10), f8 float8)")
+            real, fake = [], []
+            for i, text in enumerate(FILTERS):
+                conn.execute(f"CREATE PUBLICATION p{i} FOR TABLE t WHERE ({text}) WITH (publish = 'insert')")
+                (printed,) = conn.execute("SELECT rowfilter FROM pg_publication_tables WHERE pubname = %s",
+                                          [f"p{i}"]).fetchone()
+                real.append(printed)
+                fake.append(parse_expression(text, types).deparsed)
+    finally:
+        with psycopg.connect(server.dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    assert fake == real
