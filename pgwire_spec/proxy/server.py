@@ -273,7 +273,9 @@ class ReplicationProxy:
                     waker.cancel()
                     wake.clear()
                     out = session.tick(loop.time())
-                    if await self._play(session, out, writer, up_writer, False):
+                    if delayed is not None:
+                        await delayed.put((loop.time() + (self.latency or 0.0), out, True))
+                    elif await self._play(session, out, writer, up_writer, False):
                         done.set()
                         return
                     continue
@@ -282,10 +284,12 @@ class ReplicationProxy:
                 received = loop.time()
                 out = session.from_server(data, received)
                 self._note(session)
-                if shaped and self.latency:
-                    left = received + self.latency - loop.time()
-                    if left > 0:
-                        await asyncio.sleep(left)
+                if delayed is not None:
+                    # a pipeline: each chunk leaves `latency` after it arrived, the next is read meanwhile
+                    await delayed.put((received + (self.latency or 0.0), out, bool(data)))
+                    if not data:
+                        return
+                    continue
                 if await self._play(session, out, writer, up_writer, shaped):
                     done.set()
                     return
@@ -295,7 +299,28 @@ class ReplicationProxy:
                     done.set()
                     return
 
+        delayed: asyncio.Queue[tuple[float, list[Any], bool]] | None = \
+            asyncio.Queue(maxsize=256) if self.latency else None
+
+        async def deliver() -> None:
+            assert delayed is not None
+            while True:
+                at, out, more = await delayed.get()
+                left = at - loop.time()
+                if left > 0:
+                    await asyncio.sleep(left)
+                if await self._play(session, out, writer, up_writer, True):
+                    done.set()
+                    return
+                if not more:
+                    if writer.can_write_eof():
+                        writer.write_eof()
+                    done.set()
+                    return
+
         tasks = [loop.create_task(client_to_server()), loop.create_task(server_to_client())]
+        if delayed is not None:
+            tasks.append(loop.create_task(deliver()))
         try:
             finished = loop.create_task(done.wait())
             await asyncio.wait([*tasks, finished], return_when=asyncio.FIRST_COMPLETED)

@@ -109,3 +109,32 @@ def test_bandwidth_shaping_slows_the_stream() -> None:
         slow = time.monotonic() - t0
     assert len(got) == n
     assert slow > 0.7 and slow > fast + 0.5, (fast, slow)
+
+
+def test_latency_delays_each_message_without_slowing_the_stream() -> None:
+    data = items(16, small=300, big=2, initial=0, rollback_in_big=False)
+    n = 300 * 3 + 1
+    with SyncFakeWalsender(data) as fake, proxied(fake.dsn, latency=0.6) as proxy:
+        extras = pytest.importorskip("psycopg2.extras", reason="psycopg2-binary is in the test extra")
+        conn = extras.LogicalReplicationConnection(proxy.dsn)
+        try:
+            cur = conn.cursor()
+            t0 = time.monotonic()
+            cur.create_replication_slot("l", output_plugin="pgoutput")
+            created = time.monotonic() - t0  # a round trip: the answer came 0.6 s late
+            t0 = time.monotonic()
+            cur.start_replication(slot_name="l", decode=False,
+                                  options={"proto_version": "1", "publication_names": "pub"})
+            got = 0
+            while got < n and time.monotonic() - t0 < 20:
+                if cur.read_message() is None:
+                    select.select([cur], [], [], 0.05)
+                else:
+                    got += 1
+            streamed = time.monotonic() - t0
+        finally:
+            conn.close()
+    assert got == n
+    assert created >= 0.6
+    # the whole stream arrives in about one latency, not one latency per chunk
+    assert 0.6 <= streamed < 3.0, streamed
