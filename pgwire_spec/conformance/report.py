@@ -63,7 +63,7 @@ def _example_lines(d: Defect, indent: str = "       ") -> list[str]:
     lines = [f"{indent}smallest: {v.case.id} ({json.dumps(dict(v.case.context), separators=(',', ':'))})"]
     for i, p in enumerate(v.case.payloads):
         h = p.hex()
-        lines.append(f"{indent}{'>>' if i == v.index else '  '} #{i} {h if len(h) <= 96 else h[:95] + '…'}")
+        lines.append(f"{indent}{'>>' if i == d.index else '  '} #{i} {h if len(h) <= 96 else h[:95] + '…'}")
     lines.append(f"{indent}expected: {_one_line(json.dumps(v.expected), 160)}")
     lines.append(f"{indent}actual:   {_one_line(json.dumps(v.actual), 160)}")
     return lines
@@ -169,7 +169,7 @@ def _defect_json(d: Defect) -> dict[str, Any]:
     v = d.example
     return {"kind": d.kind, "what": d.what, "rule": d.rule, "cases": d.count,
             "example": {"id": v.case.id, "context": dict(v.case.context),
-                        "payloads": [p.hex() for p in v.case.payloads], "index": v.index,
+                        "payloads": [p.hex() for p in v.case.payloads], "index": d.index,
                         "reason": v.reason, "expected": v.expected, "actual": v.actual}}
 
 
@@ -334,7 +334,7 @@ def _html_profile(result: RunResult) -> str:
     for d in found:
         v = d.example
         hexes = "\n".join(
-            f'<span class="hl">{esc(f"#{i} {p.hex()}")}</span>' if i == v.index else esc(f"#{i} {p.hex()}")
+            f'<span class="hl">{esc(f"#{i} {p.hex()}")}</span>' if i == d.index else esc(f"#{i} {p.hex()}")
             for i, p in enumerate(v.case.payloads))
         items.append(
             f'<div class="fail defect"><h3>{esc(d.title)} <span class="lvl">{d.count:,} case(s)</span></h3>'

@@ -121,6 +121,16 @@ class Defect:
     def title(self) -> str:
         return f"{self.kind}: {self.what}"
 
+    @property
+    def index(self) -> int:
+        """The payload of the example the defect is about."""
+        v = self.example
+        if v.index is not None:
+            return v.index
+        if v.case.error is not None:
+            return v.case.error.index
+        return v.case.checked[0] if v.case.checked else 0
+
 
 def _field(where: str) -> str:
     """``new_tuple[2].text`` -> ``new_tuple[].text``; numbers in counts -> N."""

@@ -26,21 +26,21 @@ PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parallel", "two_phas
 OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
 
 
-_LOCAL = threading.local()
+#: One strict decoder per (thread, context), reset for each case.
+_DECODERS: dict[tuple[Any, ...], PgOutputDecoder] = {}
 
 
 def decoder_for(context: Mapping[str, Any]) -> PgOutputDecoder:
     """A strict decoder for *context* with a new decoder's state: one per context and thread,
     reset for each case (building its tables is most of the cost of a short case)."""
-    key = tuple(context.get(k) for k in OPTIONS)
-    cache: dict[tuple[Any, ...], PgOutputDecoder] | None = getattr(_LOCAL, "decoders", None)
-    if cache is None:
-        cache = _LOCAL.decoders = {}
-    decoder = cache.get(key)
+    get = context.get
+    key = (threading.get_ident(), get("protocol_version"), get("streaming"), get("two_phase"), get("binary"),
+           get("messages"))
+    decoder = _DECODERS.get(key)
     if decoder is None:
         decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in OPTIONS if k in context})
-        if len(cache) < 64:
-            cache[key] = decoder
+        if len(_DECODERS) < 256:
+            _DECODERS[key] = decoder
     else:
         decoder.reset()
     return decoder
