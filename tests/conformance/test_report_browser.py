@@ -86,6 +86,10 @@ def test_the_html_report_renders_in_a_real_browser(tmp_path: Path) -> None:
     assert "stream/builtin/proto2-streaming" in text and "unknown message 'S'" in text
     assert re.search(r'<span class="hl">#0 53[0-9a-f]+</span>', dom.stdout)
     assert "expected" in text and "actual" in text
+    # one row per capability: binary conforms, streaming fails (no profile declared)
+    assert re.search(r'<td class="k">binary</td><td>yes</td><td class="ok">conforms</td>', dom.stdout)
+    assert re.search(r'<td class="k">streaming on</td><td>yes</td><td class="bad">fails</td>', dom.stdout)
+    assert "StreamStart: valid message rejected" in text  # its defect, named once
 
     shot = tmp_path / "report.png"
     png = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri())
