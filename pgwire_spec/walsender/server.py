@@ -215,8 +215,14 @@ class FakeWalsender:
             try:
                 while True:
                     if not conn.wants_input():
+                        # Kick the core (it consumes what is buffered), then look again when
+                        # it did, or soon: no lost wake-up can stall the connection.
                         readable.clear()
-                        await readable.wait()
+                        wake.set()
+                        try:
+                            await asyncio.wait_for(readable.wait(), 0.1)
+                        except TimeoutError:
+                            pass
                         continue
                     data = await reader.read(1 << 16)
                     conn.receive_data(data)
