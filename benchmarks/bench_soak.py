@@ -12,7 +12,7 @@ logical slot, START_REPLICATION from 0/0, then one behaviour drawn at random:
 - ``reset``: read part of it, then close with a TCP reset;
 - ``close``: read part of it, then close without a word;
 - ``stall``: stop reading for a while (the server's output backs up), then read it all;
-- ``flood``: send status updates without reading for a while, then read it all;
+- ``flood``: send status updates (up to 1 MB) without reading, then read it all;
 - ``garbage``: read part of it, then send bytes that are no message (the server ends the
   connection with an error).
 
@@ -151,8 +151,13 @@ class Session:
                 await asyncio.sleep(self.rng.uniform(0.2, 2.0))
             elif behaviour == "flood":
                 update = encode_message(CopyData(encode_copy_data(StandbyStatusUpdate(1, 1, 1, 0, False))))
+                # Up to 1 MB (~27,000 updates), or until the server pushes back: each update is
+                # parsed in Python, so an unbounded flood from every client would measure the
+                # parser's rate, not the server's stability (test_limits has the unbounded one).
                 deadline = time.monotonic() + self.rng.uniform(0.2, 1.0)
-                while time.monotonic() < deadline:
+                sent = 0
+                while time.monotonic() < deadline and sent < 1 << 20:
+                    sent += len(update) * 256
                     writer.write(update * 256)
                     try:
                         await asyncio.wait_for(writer.drain(), 0.2)
