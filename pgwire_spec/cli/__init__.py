@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("capture", "capture pgoutput fixtures from real servers (built-in workload or your SQL)"),
     "verify-fixtures": ("verify_fixtures", "verify fixture files (decode, re-encode, expected JSON); --drift: compare with a live capture"),
     "conform": ("conform", "run the conformance suite against a pgoutput decoder (adapter contract: spec/adapter-contract.md)"),
+    "conform-client": ("conform_client", "grade a replication client's behaviour (keepalives, feedback, positions, "
+                                         "resume after a reset, slot errors) against the fake walsender"),
     "fuzz": ("fuzz", "fuzz the reference decoder or an adapter on Spark (mutation + generation); replay findings"),
     "serve": ("serve", "serve a scenario as a fake PostgreSQL walsender (logical replication) on loopback"),
     "proxy": ("proxy", "a replication proxy in front of a real PostgreSQL: checks both directions, records session "

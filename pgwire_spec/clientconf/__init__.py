@@ -1,0 +1,21 @@
+"""Client conformance: the fake walsender grades how a replication client *behaves*.
+
+Each case (:data:`CASES`) is a scenario, the faults it plays and an oracle over the
+transcript: keepalives with replyRequested answered in time, feedback on an idle server,
+sane flush/apply positions, resuming after a reset without loss or duplicates, no hot loop
+when the slot is missing or active. :func:`run_client` starts the client from a command
+line for each case and returns a :class:`Grade` per case.
+
+The applied hook: a client may print, on its stdout, one JSON line per transaction it
+applied, ``{"applied": "0/16B3748"}`` (the Commit's end LSN); the oracles then also judge
+acknowledgements against what was applied, and duplicates.
+"""
+
+from __future__ import annotations
+
+from .cases import CASES, ClientCase, Grade, Run, case, parse_hook_line
+from .report import index, junit, markdown_table, print_grades, write_reports
+from .runner import ClientCommandError, ClientResult, run_client
+
+__all__ = ["CASES", "ClientCase", "Grade", "Run", "case", "parse_hook_line", "run_client", "ClientResult",
+           "ClientCommandError", "print_grades", "write_reports", "index", "junit", "markdown_table"]

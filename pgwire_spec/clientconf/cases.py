@@ -1,0 +1,438 @@
+"""The client-conformance catalogue: each case is a scenario for the fake walsender, the
+faults it plays, and an oracle that grades the client from the connection's transcript
+(and, when the client offers it, the applied-LSN hook: its stdout as JSON lines).
+
+Sans-IO: a case builds plain mappings and judges a finished :class:`Run`; starting the
+server and the client is :mod:`.runner`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..lsn import format_lsn, parse_lsn
+from ..walsender.transcript import Entry
+
+__all__ = ["ClientCase", "Grade", "Run", "CASES", "case", "parse_hook_line", "STATUSES"]
+
+#: The grades a case gives.
+STATUSES = ("passed", "failed", "not applicable")
+
+#: Lines of transcript shown on each side of the message a failure is about.
+_CONTEXT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What happened while one case ran: the transcript's entries, the LSNs the client
+    reported applied (``(seconds since the server started, lsn)``, in order), the client's
+    exit status (None when it was still running at the end of the window and was stopped),
+    the window's length in seconds and the case's parameters."""
+
+    entries: Sequence[Entry]
+    applied: Sequence[tuple[float, int]] = ()
+    exit_code: int | None = None
+    window: float = 0.0
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """A case's verdict on one client: ``status`` among :data:`STATUSES`, the ``reason``
+    in one sentence, and the ``evidence``: transcript lines around the failure."""
+
+    case: str
+    status: str
+    reason: str
+    evidence: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"case": self.case, "status": self.status, "reason": self.reason, "evidence": list(self.evidence)}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCase:
+    """One case: ``id``, what it checks (``title``), the scenario mapping for a slot name
+    (``scenario(slot)``), how long the client gets (``window``, seconds), whether the case
+    makes the slot look active (``slot_active``), and the ``oracle``."""
+
+    id: str
+    title: str
+    scenario: Callable[[str], dict[str, Any]]
+    oracle: Callable[[Run], tuple[str, str, int | None]]
+    window: float = 6.0
+    slot_active: bool = False
+    #: True once the oracle has all it needs (the runner stops the client early) …
+    done: Callable[[Run], bool] | None = None
+    #: … after this many more seconds (the client's last acknowledgements and hook lines).
+    grace: float = 1.0
+
+    def grade(self, run: Run) -> Grade:
+        status, reason, at = self.oracle(run)
+        return Grade(self.id, status, reason, _evidence(run.entries, at) if status == "failed" else ())
+
+
+def parse_hook_line(line: str) -> int | None:
+    """The LSN of one line of the applied hook: a JSON object ``{"applied": "0/16B3748"}``
+    (or the LSN as an integer); None for any other line (clients may print other things)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    value = obj.get("applied") if isinstance(obj, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_lsn(value)
+        except ValueError:
+            return None
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# Reading a transcript
+# ------------------------------------------------------------------------------------------
+
+
+def _tag(e: Entry) -> str:
+    return getattr(e.payload, "tag", "") if e.payload is not None else ""
+
+
+def _is(e: Entry, name: str) -> bool:
+    return type(e.message).__name__ == name
+
+
+def _evidence(entries: Sequence[Entry], at: int | None) -> tuple[str, ...]:
+    if at is None or not entries:
+        return ()
+    at = min(max(at, 0), len(entries) - 1)
+    lo, hi = max(0, at - _CONTEXT), min(len(entries), at + _CONTEXT + 1)
+    return tuple(("> " if i == at else "  ") + f"{entries[i].time:8.3f} {entries[i].describe()}"
+                 for i in range(lo, hi))
+
+
+def _streaming(entries: Sequence[Entry]) -> set[int]:
+    """Connections that got as far as the replication stream (a CopyBothResponse)."""
+    return {e.connection for e in entries if e.direction == "B" and _is(e, "CopyBothResponse")}
+
+
+def _errors(entries: Sequence[Entry], sqlstate: str) -> list[int]:
+    return [i for i, e in enumerate(entries) if e.direction == "B" and _is(e, "ErrorResponse")
+            and e.message.code == sqlstate]
+
+
+# ------------------------------------------------------------------------------------------
+# Oracles
+# ------------------------------------------------------------------------------------------
+
+#: Seconds within which a keepalive with replyRequested must be answered (the case's
+#: stand-in for wal_sender_timeout; PostgreSQL docs, 19.6.1 "wal_sender_timeout").
+REPLY_TIMEOUT = 2.0
+
+
+def _keepalive_answered(run: Run) -> tuple[str, str, int | None]:
+    """Every keepalive with replyRequested is followed, on its connection, by a Standby
+    status update within the timeout (protocol docs, 53.4 "Primary keepalive message":
+    "1 means that the client should reply to this message as soon as possible")."""
+    timeout = float(run.params.get("reply_timeout", REPLY_TIMEOUT))
+    entries = run.entries
+    end = entries[-1].time if entries else 0.0
+    asked = 0
+    for i, e in enumerate(entries):
+        if not (e.direction == "B" and _tag(e) == "k" and e.payload.reply_requested):
+            continue
+        if end - e.time < timeout:
+            continue  # asked too late in the window to judge
+        asked += 1
+        answered = False
+        for later in entries[i + 1:]:
+            if later.connection != e.connection:
+                continue
+            if later.time - e.time > timeout:
+                break
+            if (later.direction == "F" and _tag(later) == "r") or later.event in ("closed", "reset"):
+                answered = True  # a closed connection owes no answer
+                break
+        if not answered:
+            return ("failed", f"a keepalive with replyRequested (walEnd {format_lsn(e.payload.wal_end)}) was not "
+                              f"answered within {timeout:g} s", i)
+    if not asked:
+        return ("not applicable", "no keepalive with replyRequested reached a streaming client", None)
+    return ("passed", f"{asked} keepalive(s) with replyRequested answered within {timeout:g} s", None)
+
+
+def _idle_feedback(run: Run) -> tuple[str, str, int | None]:
+    """On an idle server whose walEnd advances (keepalives only), the client sends status
+    updates and lets its flush position follow walEnd, so the slot does not hold WAL back
+    (protocol docs, 53.4 "Standby status update"; walsender.c WalSndKeepalive)."""
+    entries = run.entries
+    kas = [i for i, e in enumerate(entries) if e.direction == "B" and _tag(e) == "k"]
+    if not kas:
+        return ("not applicable", "the client never reached the stream", None)
+    first = entries[kas[0]].payload.wal_end
+    top = max(entries[i].payload.wal_end for i in kas)
+    if top <= first:
+        return ("not applicable", "walEnd did not advance while the client streamed", None)
+    updates = [i for i, e in enumerate(entries) if e.direction == "F" and _tag(e) == "r"]
+    if not updates:
+        return ("failed", f"no status update at all while walEnd advanced from {format_lsn(first)} to "
+                          f"{format_lsn(top)}", kas[-1])
+    best = max(entries[i].payload.flush_lsn for i in updates)
+    if best <= first:
+        return ("failed", f"status updates sent, but the flush position stayed at {format_lsn(best)} while walEnd "
+                          f"advanced from {format_lsn(first)} to {format_lsn(top)}: the slot holds WAL back",
+                updates[-1])
+    return ("passed", f"{len(updates)} status update(s); flush followed walEnd to {format_lsn(best)} "
+                      f"(walEnd reached {format_lsn(top)})", None)
+
+
+def _positions_sane(run: Run) -> tuple[str, str, int | None]:
+    """Write/flush/apply positions never go backwards on a connection, never pass what the
+    server has sent (walEnd of XLogData and keepalives), a flush position never covers a
+    transaction whose Commit has not arrived, and (with the hook) never one the client has
+    not reported applied."""
+    entries = run.entries
+    sent_top = 0
+    last: dict[int, tuple[int, int, int]] = {}
+    open_tx: dict[int, int] = {}  # connection -> final_lsn of the transaction being received
+    applied = sorted(run.applied)
+    updates = 0
+    for i, e in enumerate(entries):
+        if e.direction == "B" and _tag(e) in ("w", "k"):
+            pg = e.pgoutput
+            # a Commit names the end of its record: a client may acknowledge up to there
+            sent_top = max(sent_top, e.payload.wal_end, getattr(pg, "end_lsn", 0) or 0)
+            name = type(pg).__name__
+            if name == "Begin":
+                open_tx[e.connection] = pg.final_lsn
+            elif name == "Commit":
+                open_tx.pop(e.connection, None)
+            continue
+        if e.event in ("closed", "reset"):
+            open_tx.pop(e.connection, None)
+            continue
+        if not (e.direction == "F" and _tag(e) == "r"):
+            continue
+        updates += 1
+        p = e.payload
+        now = (p.write_lsn, p.flush_lsn, p.apply_lsn)
+        before = last.get(e.connection, (0, 0, 0))
+        for name, old, new in zip(("write", "flush", "apply"), before, now):
+            if new and new < old:
+                return ("failed", f"the {name} position went backwards: {format_lsn(old)} then {format_lsn(new)}", i)
+        last[e.connection] = tuple(max(o, n) for o, n in zip(before, now))  # type: ignore[assignment]
+        for name, new in zip(("write", "flush", "apply"), now):
+            if new > sent_top:
+                return ("failed", f"the {name} position {format_lsn(new)} is ahead of everything the server sent "
+                                  f"(walEnd {format_lsn(sent_top)})", i)
+        tx = open_tx.get(e.connection)
+        if tx is not None and p.flush_lsn > tx:
+            return ("failed", f"flush {format_lsn(p.flush_lsn)} covers the transaction committing at "
+                              f"{format_lsn(tx)}, whose Commit has not arrived", i)
+        if applied:
+            # a slack for the two pipes (stdout and the socket) being read by different threads
+            done = max((lsn for t, lsn in applied if t <= e.time + 0.5), default=0)
+            commits = [x.pgoutput.end_lsn for x in entries[:i] if x.connection == e.connection
+                       and type(x.pgoutput).__name__ == "Commit" and x.pgoutput.end_lsn <= p.flush_lsn]
+            if commits and max(commits) > done:
+                return ("failed", f"flush {format_lsn(p.flush_lsn)} acknowledges the transaction ending at "
+                                  f"{format_lsn(max(commits))} before the client reported it applied "
+                                  f"(applied so far: {format_lsn(done)})", i)
+    if not updates:
+        return ("not applicable", "the client sent no status update", None)
+    how = "with the applied hook" if applied else "from the transcript alone (no applied hook)"
+    return ("passed", f"{updates} status update(s) checked {how}", None)
+
+
+def _resume(run: Run) -> tuple[str, str, int | None]:
+    """After a reset in the middle of a transaction the client reconnects and resumes at a
+    position no later than its last confirmed flush or the end of the last transaction it
+    received in full (0 means the slot's position): every transaction arrives in full on
+    some connection, and (with the hook) none is applied twice."""
+    entries = run.entries
+    if "fault:reset" not in [e.event for e in entries]:
+        return ("not applicable", "the client never reached the transaction the reset interrupts", None)
+    confirmed = received = 0
+    starts = []
+    begun: dict[int, int] = {}  # final_lsn -> index of its first Begin
+    committed: set[int] = set()
+    for i, e in enumerate(entries):
+        if e.direction == "F" and _tag(e) == "r" and e.payload.flush_lsn:
+            confirmed = max(confirmed, e.payload.flush_lsn)
+        elif e.direction == "F" and _is(e, "Query") and e.message.sql.lstrip().upper().startswith("START_REPLICATION"):
+            starts.append(i)
+            lsn = _start_lsn(e.message.sql)
+            # A client may resume after a transaction it received in full although its
+            # acknowledgement was lost with the connection (a subscriber's replication origin
+            # does: logical/worker.c); beyond that, what lies between is lost.
+            bound = max(confirmed, received)
+            if len(starts) > 1 and lsn is not None and lsn > bound:
+                return ("failed", f"resumed at {format_lsn(lsn)}, after its confirmed flush {format_lsn(confirmed)} "
+                                  f"and the end of the last transaction it received in full "
+                                  f"{format_lsn(received)}: what lies between is lost", i)
+        elif e.direction == "B" and e.pgoutput is not None:
+            name = type(e.pgoutput).__name__
+            if name == "Begin":
+                begun.setdefault(e.pgoutput.final_lsn, i)
+            elif name == "Commit":
+                committed.add(e.pgoutput.commit_lsn)
+                received = max(received, e.pgoutput.end_lsn)
+    if len(starts) < 2:
+        return ("failed", "the client did not reconnect after the reset", len(entries) - 1)
+    lost = sorted(set(begun) - committed)
+    if lost:
+        return ("failed", f"the transaction committing at {format_lsn(lost[0])} never arrived in full", begun[lost[0]])
+    if run.applied:
+        seen: dict[int, float] = {}
+        for t, lsn in run.applied:
+            if lsn in seen:
+                return ("failed", f"applied {format_lsn(lsn)} twice (at {seen[lsn]:.3f} s and {t:.3f} s)", None)
+            seen[lsn] = t
+    how = "; nothing applied twice" if run.applied else " (duplicates not judged: no applied hook)"
+    return ("passed", f"reconnected {len(starts) - 1} time(s), resumed at or before the confirmed flush, "
+                      f"{len(committed)} transaction(s) arrived in full{how}", None)
+
+
+def _start_lsn(sql: str) -> int | None:
+    for word in sql.replace("(", " ").split():
+        if "/" in word:
+            try:
+                return parse_lsn(word)
+            except ValueError:
+                continue
+    return None
+
+
+#: Connection attempts per second above which a client hammering a refusing server is a
+#: hot loop (pg_recvlogical waits 5 s between attempts; libpq-based retry loops 1 s or more).
+HOT_LOOP_RATE = 2.0
+
+
+def _backoff(sqlstate: str) -> Callable[[Run], tuple[str, str, int | None]]:
+    def oracle(run: Run) -> tuple[str, str, int | None]:
+        entries = run.entries
+        errs = _errors(entries, sqlstate)
+        if not errs:
+            return ("not applicable", f"the server never had to answer {sqlstate} (the client did not ask for the "
+                                      f"slot)", None)
+        span = max(run.window, 1e-3)
+        attempts = len({entries[i].connection for i in errs})
+        rate = attempts / span
+        how = "then exited" if run.exit_code is not None else "still running at the end of the window"
+        if rate > HOT_LOOP_RATE:
+            return ("failed", f"{attempts} attempts met {sqlstate} in {span:.1f} s ({rate:.1f}/s): a hot loop", errs[-1])
+        return ("passed", f"{attempts} attempt(s) met {sqlstate} in {span:.1f} s ({rate:.1f}/s), {how}"
+                          + (f" (exit status {run.exit_code})" if run.exit_code is not None else ""), None)
+    oracle.__doc__ = (f"After {sqlstate}, the client exits or retries with backoff: at most {HOT_LOOP_RATE:g} "
+                      f"attempts a second.")
+    return oracle
+
+
+# ------------------------------------------------------------------------------------------
+# Scenarios
+# ------------------------------------------------------------------------------------------
+
+
+def _base(slot: str | None, **extra: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "server": {"version": "16.4", "database": "postgres"},
+        "auth": {"method": "trust", "users": {"replicator": None}},
+        "publications": {"pub": ["public.accounts"]},
+        "tables": {"public.accounts": {"columns": [{"name": "id", "type": "int4", "key": True},
+                                                   {"name": "name", "type": "text"}]}},
+        "transactions": [],
+    }
+    if slot is not None:
+        data["slots"] = [{"name": slot}]
+    data.update(extra)
+    return data
+
+
+def _txns(n: int, rows: int = 1, first: int = 1) -> list[dict[str, Any]]:
+    out = []
+    k = first
+    for _ in range(n):
+        changes = []
+        for _ in range(rows):
+            changes.append({"insert": "public.accounts", "new": {"id": k, "name": f"row {k}"}})
+            k += 1
+        out.append({"changes": changes})
+    return out
+
+
+def _keepalive_scenario(slot: str) -> dict[str, Any]:
+    return _base(slot, transactions=_txns(2), keepalive={"interval": 0.5, "reply_requested": True})
+
+
+def _idle_scenario(slot: str) -> dict[str, Any]:
+    return _base(slot, keepalive={"interval": 0.3, "advance": 4096})
+
+
+def _positions_scenario(slot: str) -> dict[str, Any]:
+    return _base(slot, transactions=_txns(4, rows=3), keepalive={"interval": 0.5, "advance": 256})
+
+
+def _reset_scenario(slot: str) -> dict[str, Any]:
+    # The reset falls after the 2nd Insert of the 3-row 2nd transaction (its 5th Insert).
+    return _base(slot, transactions=_txns(4, rows=3), keepalive={"interval": 0.5},
+                 faults=[{"action": "reset", "kind": "Insert", "after_messages": 5}])
+
+
+def _missing_scenario(slot: str) -> dict[str, Any]:
+    return _base(None)
+
+
+def _resumed_in_full(run: Run) -> bool:
+    starts = sum(1 for e in run.entries if e.direction == "F" and _is(e, "Query")
+                 and e.message.sql.lstrip().upper().startswith("START_REPLICATION"))
+    if starts < 2:
+        return False
+    last = max((e.connection for e in run.entries), default=0)
+    return _all_received(Run([e for e in run.entries if e.connection == last], params=run.params))
+
+
+def _keepalives_judged(run: Run) -> bool:
+    timeout = float(run.params.get("reply_timeout", REPLY_TIMEOUT))
+    end = run.entries[-1].time if run.entries else 0.0
+    return sum(1 for e in run.entries if e.direction == "B" and _tag(e) == "k" and e.payload.reply_requested
+               and end - e.time >= timeout) >= 2
+
+
+def _flush_followed(run: Run) -> bool:
+    return _idle_feedback(run)[0] == "passed"
+
+
+def _all_received(run: Run) -> bool:
+    last = run.params.get("last_commit_end", 1 << 62)
+    return any(type(e.pgoutput).__name__ == "Commit" and e.pgoutput.end_lsn >= last for e in run.entries)
+
+
+CASES: tuple[ClientCase, ...] = (
+    ClientCase("keepalive-reply", "keepalive with replyRequested answered within the timeout",
+               _keepalive_scenario, _keepalive_answered, window=5.0, done=_keepalives_judged),
+    ClientCase("idle-feedback", "feedback sent on an idle server whose walEnd advances",
+               _idle_scenario, _idle_feedback, window=4.0, done=_flush_followed),
+    ClientCase("positions", "flush/apply positions never backwards, never ahead of what was sent or applied",
+               _positions_scenario, _positions_sane, window=5.0, done=_all_received, grace=2.5),
+    ClientCase("reset-resume", "after a reset mid-transaction: resume at or before the confirmed flush, "
+                               "nothing lost or duplicated",
+               _reset_scenario, _resume, window=9.0, done=_resumed_in_full),
+    ClientCase("slot-missing", "slot missing (42704): exit, or retry with backoff",
+               _missing_scenario, _backoff("42704"), window=3.0),
+    ClientCase("slot-active", "slot active (55006): exit, or retry with backoff",
+               lambda slot: _base(slot), _backoff("55006"), window=3.0, slot_active=True),
+)
+
+
+def case(case_id: str) -> ClientCase:
+    for c in CASES:
+        if c.id == case_id:
+            return c
+    raise KeyError(f"expected a case among {', '.join(c.id for c in CASES)}, found {case_id!r}")

@@ -1,0 +1,158 @@
+"""The shell of client conformance: for each case, a fake walsender serving the case's
+scenario, the client started from its command line (``{dsn}``, ``{slot}``, ``{host}``,
+``{port}``, ``{user}``, ``{password}`` filled in), the client's stdout read for the applied
+hook, and the case's oracle over the transcript once the window closes."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import PgWireError
+from ..walsender import Scenario, SyncFakeWalsender
+from ..walsender._history import compile_history
+from .cases import CASES, ClientCase, Grade, Run, parse_hook_line
+
+__all__ = ["ClientResult", "ClientCommandError", "run_client", "PLACEHOLDERS"]
+
+PLACEHOLDERS = ("dsn", "slot", "host", "port", "user", "password")
+
+#: Lines of the client's stderr kept per case (shown with a failure).
+_STDERR_LINES = 20
+
+
+class ClientCommandError(PgWireError, ValueError):
+    """The client's command line cannot be used (empty, an unknown placeholder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientResult:
+    """The grades of one client: its ``name``, its ``command`` and one :class:`Grade` per
+    case, with the last lines of its stderr per case (``stderr``)."""
+
+    name: str
+    command: str
+    grades: tuple[Grade, ...]
+    stderr: dict[str, list[str]] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(g.status == status for g in self.grades)
+
+    @property
+    def ok(self) -> bool:
+        return not self.count("failed")
+
+
+def check_command(command: str) -> list[str]:
+    """The command's words (placeholders unfilled); a typed error for an unusable one."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise ClientCommandError(f"expected a shell-like client command line, found {command!r} ({exc})") from None
+    if not words:
+        raise ClientCommandError("expected a client command line, found an empty one")
+    values = {k: "" for k in PLACEHOLDERS}
+    for w in words:
+        try:
+            w.format(**values)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ClientCommandError(f"expected placeholders among {{{'}, {'.join(PLACEHOLDERS)}}} in the client "
+                                     f"command, found {w!r} ({exc!r})") from None
+    return words
+
+
+def _reader(stream: Any, sink: Callable[[str], None]) -> None:
+    for raw in iter(stream.readline, b""):
+        sink(raw.decode("utf-8", "replace"))
+    stream.close()
+
+
+def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
+             env: dict[str, str] | None = None) -> tuple[Grade, list[str]]:
+    """Run one case against the client; its grade and the last lines of the client's stderr."""
+    scenario = Scenario.from_dict(c.scenario(slot), name=c.id)
+    params: dict[str, Any] = {"last_commit_end": compile_history(scenario).end_lsn}
+    with SyncFakeWalsender(scenario) as fake:
+        if c.slot_active:
+            def hold() -> None:
+                # held by a connection that is not the client's (walsender.c: 55006 on acquire)
+                fake.slots[slot].active = -1
+            fake.call(hold)
+        started = fake.state.started
+        values = {"dsn": fake.dsn, "slot": slot, "host": fake.host, "port": str(fake.port), "user": fake.user,
+                  "password": fake.password or ""}
+        argv = [w.format(**values) for w in words]
+        applied: list[tuple[float, int]] = []
+        errors: list[str] = []
+
+        def on_out(line: str) -> None:
+            lsn = parse_hook_line(line)
+            if lsn is not None:
+                applied.append((time.monotonic() - started, lsn))
+
+        def on_err(line: str) -> None:
+            errors.append(line.rstrip("\n"))
+            del errors[:-_STDERR_LINES]
+
+        child_env = dict(os.environ if env is None else env)
+        if fake.password:
+            child_env.setdefault("PGPASSWORD", fake.password)
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=child_env)
+        except OSError as exc:
+            raise ClientCommandError(f"cannot start the client {argv[0]!r}: {exc.strerror or exc}") from None
+        readers = [threading.Thread(target=_reader, args=(proc.stdout, on_out), daemon=True),
+                   threading.Thread(target=_reader, args=(proc.stderr, on_err), daemon=True)]
+        for r in readers:
+            r.start()
+        exit_code: int | None = None
+        try:
+            while time.monotonic() - t0 < c.window:
+                code = proc.poll()
+                if code is not None:
+                    exit_code = code
+                    break
+                if c.done is not None:
+                    entries = fake.call(lambda: list(fake.transcript.entries))
+                    if c.done(Run(entries, tuple(applied), None, time.monotonic() - t0, params)):
+                        time.sleep(c.grace)
+                        break
+                time.sleep(0.2)
+        finally:
+            window = time.monotonic() - t0
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            for r in readers:
+                r.join(timeout=5)
+        entries = fake.call(lambda: list(fake.transcript.entries))
+    run = Run(entries, tuple(applied), exit_code, window, params)
+    return c.grade(run), list(errors)
+
+
+def run_client(command: str, *, name: str | None = None, cases: Sequence[ClientCase] = CASES,
+               slot: str = "conform", env: dict[str, str] | None = None,
+               progress: Callable[[Grade], None] | None = None) -> ClientResult:
+    """Grade the client started by *command* on every case."""
+    words = check_command(command)
+    grades = []
+    stderr: dict[str, list[str]] = {}
+    for c in cases:
+        grade, err = run_case(words, c, slot=slot, env=env)
+        grades.append(grade)
+        stderr[c.id] = err
+        if progress is not None:
+            progress(grade)
+    return ClientResult(name or os.path.basename(words[0]), command, tuple(grades), stderr)

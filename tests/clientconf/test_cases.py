@@ -1,0 +1,113 @@
+"""The oracles of the client-conformance catalogue on hand-built transcripts (no server, no
+client): each grade a case can give, and the evidence under a failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pgwire_spec.clientconf import CASES, Run, case, parse_hook_line
+from pgwire_spec.pgoutput.messages import Begin, Commit
+from pgwire_spec.replication.messages import PrimaryKeepalive, StandbyStatusUpdate, XLogData
+from pgwire_spec.walsender import Entry
+from pgwire_spec.wire import CopyBothResponse, ErrorResponse, Query
+
+BASE = 0x1500000
+
+
+def k(t: float, wal_end: int, reply: bool = False, conn: int = 1) -> Entry:
+    return Entry(conn, "B", t, None, PrimaryKeepalive(wal_end, 0, reply))
+
+
+def r(t: float, flush: int, conn: int = 1, write: int | None = None) -> Entry:
+    w = flush if write is None else write
+    return Entry(conn, "F", t, None, StandbyStatusUpdate(w, flush, 0, 0, False))
+
+
+def w(t: float, lsn: int, pg: Any, conn: int = 1) -> Entry:
+    return Entry(conn, "B", t, None, XLogData(lsn, lsn, 0, b"x"), pg)
+
+
+def begin(t: float, final: int, conn: int = 1) -> Entry:
+    return w(t, final - 0x40, Begin(final, 0, 7), conn)
+
+
+def commit(t: float, final: int, conn: int = 1) -> Entry:
+    return w(t, final, Commit(0, final, final + 0x30, 0), conn)
+
+
+def start(t: float, lsn: str, conn: int) -> Entry:
+    return Entry(conn, "F", t, Query(f"START_REPLICATION SLOT s LOGICAL {lsn} (proto_version '1')"))
+
+
+def status(cid: str, entries: list[Entry], **kw: Any) -> str:
+    return case(cid).grade(Run(entries, **kw)).status
+
+
+def test_keepalive_reply() -> None:
+    asked = [k(1.0, BASE, reply=True)]
+    assert status("keepalive-reply", asked + [r(1.1, BASE), k(5.0, BASE)]) == "passed"
+    grade = case("keepalive-reply").grade(Run(asked + [r(3.5, BASE), k(5.0, BASE)]))
+    assert grade.status == "failed" and "within 2 s" in grade.reason
+    assert grade.evidence[0].startswith(">") and "CopyData k" in grade.evidence[0]
+    # a closed connection owes no answer; a keepalive at the window's end is not judged
+    assert status("keepalive-reply", asked + [Entry(1, "B", 1.5, event="reset"), k(5.0, BASE, conn=2)]) == "passed"
+    assert status("keepalive-reply", [k(1.0, BASE, reply=True)]) == "not applicable"
+
+
+def test_idle_feedback() -> None:
+    kas = [k(i * 0.3, BASE + i * 4096) for i in range(5)]
+    assert status("idle-feedback", kas + [r(1.5, BASE + 4096)]) == "passed"
+    assert status("idle-feedback", kas + [r(1.5, BASE, write=BASE + 8192)]) == "failed"
+    assert status("idle-feedback", kas) == "failed"
+    assert status("idle-feedback", [k(0, BASE), k(1, BASE)]) == "not applicable"
+
+
+def test_positions() -> None:
+    tx = [k(0, BASE), begin(0.1, BASE + 0x100), commit(0.1, BASE + 0x100)]
+    end = BASE + 0x130
+    assert status("positions", tx + [r(0.2, end)]) == "passed"
+    assert status("positions", tx + [r(0.2, end), r(0.3, end - 1)]) == "failed"                    # backwards
+    assert status("positions", tx + [r(0.2, end + 0x1000)]) == "failed"                           # not sent
+    assert status("positions", tx[:2] + [r(0.2, BASE + 0x101)]) == "failed"                       # no Commit yet
+    # with the applied hook: acknowledged 2 s before it was reported applied
+    assert status("positions", tx + [r(0.2, end)], applied=((2.2, end),)) == "failed"
+    assert status("positions", tx + [r(0.2, end)], applied=((0.15, end),)) == "passed"
+    assert status("positions", tx) == "not applicable"
+
+
+def test_reset_resume() -> None:
+    a, b = BASE + 0x100, BASE + 0x200
+    reset = [Entry(1, "B", 0.3, event="fault:reset"), Entry(1, "B", 0.3, event="reset")]
+    first = [start(0, "0/0", 1), begin(0.1, a), commit(0.1, a), r(0.2, a + 0x30), begin(0.25, b)] + reset
+    again = [start(1, "0/0", 2), begin(1.1, b, 2), commit(1.1, b, 2)]
+    assert status("reset-resume", first + again) == "passed"
+    assert status("reset-resume", first) == "failed"                                  # no reconnect
+    assert status("reset-resume", first + [start(1, "0/1500500", 2)]) == "failed"      # resumed too far
+    assert status("reset-resume", first + again[:2]) == "failed"                       # b never in full
+    assert status("reset-resume", first + again, applied=((0.1, a + 0x30), (1.1, a + 0x30))) == "failed"
+    assert status("reset-resume", first[:3]) == "not applicable"
+
+
+@pytest.mark.parametrize(("cid", "code"), [("slot-missing", "42704"), ("slot-active", "55006")])
+def test_backoff(cid: str, code: str) -> None:
+    def attempts(n: int) -> list[Entry]:
+        return [Entry(i + 1, "B", i * 0.01, ErrorResponse((("S", "ERROR"), ("C", code), ("M", "slot")))) for i in range(n)]
+    assert status(cid, attempts(3), window=3.0) == "passed"
+    assert status(cid, attempts(30), window=3.0) == "failed"
+    assert status(cid, [Entry(1, "B", 0, CopyBothResponse(0, ()))], window=3.0) == "not applicable"
+
+
+def test_hook_lines() -> None:
+    assert parse_hook_line('{"applied": "0/16B3748"}') == 0x16B3748
+    assert parse_hook_line('{"applied": 42}') == 42
+    for junk in ("hello", '{"applied": "zz"}', '{"applied": true}', "{", '["applied"]'):
+        assert parse_hook_line(junk) is None
+
+
+def test_catalogue_is_named_once() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    with pytest.raises(KeyError, match="expected a case among"):
+        case("nope")
