@@ -214,6 +214,11 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
             text = _string(name, value)
             if text.lower() != "none":
                 raise ServerError("0A000", f'server-side compression "{text}" is not served by the fake walsender')
+        elif key == "incremental" and major >= 17:
+            # basebackup.c (17+) parse_basebackup_options: INCREMENTAL needs summarize_wal,
+            # off by default and off on the fake (it keeps no WAL summaries).
+            if _bool(name, value):
+                raise ServerError("55000", "incremental backups cannot be taken unless WAL summarization is enabled")
         else:
             raise ServerError("42601", f'unrecognized base backup option: "{name}"')
     if checksums_given and out.get("manifest", "no") == "no":
