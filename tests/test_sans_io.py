@@ -15,6 +15,8 @@ CORE = [
     "pgwire_spec.jsonform",
     "pgwire_spec.walsender.core",
     "pgwire_spec.walsender.faults",
+    "pgwire_spec.clientconf",
+    "pgwire_spec.clientconf.cases",
 ]
 #: aiohttp: the control plane's HTTP server stays in its shell (pgwire_spec.control).
 FORBIDDEN = ["socket", "asyncio", "selectors", "ssl", "subprocess", "aiohttp"]

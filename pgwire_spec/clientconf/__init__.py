@@ -13,9 +13,27 @@ acknowledgements against what was applied, and duplicates.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .cases import CASES, ClientCase, Grade, Run, case, parse_hook_line
-from .report import index, junit, markdown_table, print_grades, write_reports
-from .runner import ClientCommandError, ClientResult, run_client
+
+if TYPE_CHECKING:
+    from .report import index, junit, markdown_table, print_grades, write_reports
+    from .runner import ClientCommandError, ClientResult, run_client
+
+#: The shell (subprocesses, the asyncio server) is imported on first use: the catalogue and
+#: its oracles import no I/O module.
+_SHELL = {"run_client": "runner", "ClientResult": "runner", "ClientCommandError": "runner",
+          "print_grades": "report", "write_reports": "report", "index": "report", "junit": "report",
+          "markdown_table": "report"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SHELL:
+        return getattr(importlib.import_module(f"{__name__}.{_SHELL[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["CASES", "ClientCase", "Grade", "Run", "case", "parse_hook_line", "run_client", "ClientResult",
            "ClientCommandError", "print_grades", "write_reports", "index", "junit", "markdown_table"]
