@@ -90,7 +90,10 @@ class _Commands:
             raise ServerError("0A000", "the fake walsender does not answer this statement",
                               detail=f"A statement of {len(stmt):,} characters (it answers at most "
                                      f"{MAX_SQL_ANSWERED:,}): {stmt[:100]}…")
-        ans = _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
+        try:
+            ans = _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
+        except _sql.NotAnswered:
+            ans = self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
         self._answer(ans)
         return False
 
@@ -98,6 +101,8 @@ class _Commands:
         if isinstance(ans, _sql.Empty):
             self.send(EmptyQueryResponse())
         elif isinstance(ans, _sql.Command):
+            for notice in ans.notices:
+                self.send_error(notice)
             if ans.transaction == "begin":
                 if self.tx == "T":
                     self.send_error(ServerError("25001", "there is already a transaction in progress",
@@ -132,7 +137,12 @@ class _Commands:
 
     def _copy_out(self, ans: _sql.CopyOut) -> None:
         fmt = 1 if ans.binary else 0
-        rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
+        # The tables as of now: their initial rows until the scenario's history has happened
+        # (see ServerState's WAL clock), then their rows at the end of it.
+        if self.server.happened:
+            rows = [r for t in ans.sources for r in self.server.history.final_rows(t.qualified_name)]
+        else:
+            rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
         if ans.where is not None:
             rows = [r for r in rows if ans.where.matches(r)]
         if ans.binary:
@@ -172,7 +182,7 @@ class _Commands:
         if isinstance(cmd, rc.IdentifySystem):
             sc = self.server.scenario.server
             self._result((("systemid", 25), ("timeline", persona_.timeline_type), ("xlogpos", 25), ("dbname", 25)),
-                         [(sc.system_id, str(sc.timeline), format_lsn(self.server.wal_lsn), self.database)],
+                         [(sc.system_id, str(sc.timeline), format_lsn(self.server.wal_position()), self.database)],
                          "IDENTIFY_SYSTEM")
             return False
         if isinstance(cmd, rc.Show):
@@ -240,7 +250,6 @@ class _Commands:
             two_phase, failover = cmd.two_phase, cmd.failover
         except OptionError as exc:
             raise ServerError("42601", str(exc)) from None
-        start = self.server.scenario.server.start_lsn
         if cmd.kind == "logical":
             if self.replication != "database":
                 raise ServerError("55000", "logical decoding requires a database connection")
@@ -253,12 +262,14 @@ class _Commands:
             if cmd.plugin != "pgoutput":
                 raise ServerError("58P01", f'could not access file "{cmd.plugin}": No such file or directory',
                                   hint="The fake walsender decodes with pgoutput only.")
+            start = self.server.slot_position()
             slot = SlotState(cmd.slot_name, "logical", cmd.plugin, self.database, start, start, two_phase,
                              failover, cmd.temporary, None, self.id if cmd.temporary else None)
             snapshot_name = f"{self.pid:08X}-{len(self.server.slots) + 1:08X}-1" if snapshot == "export" else None
             row: tuple[str | None, ...] = (cmd.slot_name, format_lsn(start), snapshot_name, cmd.plugin)
         else:
             reserve = cmd.reserve_wal
+            start = self.server.slot_position() if reserve else 0
             slot = SlotState(cmd.slot_name, "physical", None, None, 0, start if reserve else 0, False,
                              failover, cmd.temporary, None, self.id if cmd.temporary else None)
             row = (cmd.slot_name, format_lsn(start) if reserve else None, None, None)

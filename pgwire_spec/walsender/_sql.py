@@ -24,7 +24,8 @@ from .personas import Persona, ServerError
 from .publications import Expression, ExpressionError, parse_expression
 from .scenario import Column, Scenario, Table
 
-__all__ = ["Result", "Command", "CopyOut", "Empty", "answer", "split_statements", "quote_ident"]
+__all__ = ["Result", "Command", "CopyOut", "Empty", "NotAnswered", "answer", "setting", "split_statements",
+           "quote_ident"]
 
 # type OIDs of the result columns real servers use
 TEXT, NAME, OID, CHAR, BOOL, INT2, INT4, INT2VECTOR, NAME_ARRAY = 25, 19, 26, 18, 16, 21, 23, 22, 1003
@@ -47,6 +48,8 @@ class Command:
 
     tag: str
     transaction: str | None = None
+    #: NoticeResponses to send before CommandComplete.
+    notices: tuple[ServerError, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,11 @@ class Empty:
 
 
 Answer = Result | Command | CopyOut | Empty
+
+
+class NotAnswered(ServerError):
+    """A statement none of the exact-shape answers here recognises: the SQL engine
+    (:mod:`._engine`) takes it."""
 
 
 def squash(sql: str) -> str:
@@ -277,7 +285,7 @@ class _Answerer:
             return self.copy(sql)
         if low.startswith("select "):
             return self.select(text, low)
-        raise ServerError("0A000", "the fake walsender does not answer this statement",
+        raise NotAnswered("0A000", "the fake walsender does not answer this statement",
                           detail=f"Statement: {sql.strip()[:200]}",
                           hint="Only the queries replication clients send are answered; see the scenario docs.")
 
@@ -347,13 +355,14 @@ class _Answerer:
                                              *([rel.relkind] if with_kind else []))
             return Result(tuple(cols), (found,), "SELECT 1")
         # table sync: the column list of the publication(s) (publisher 15+)
-        if "array_length(gpt.attrs" in low or ("prattrs" in low and "pg_publication_rel" in low):
+        if "array_length(gpt.attrs" in low or (low.startswith("select distinct") and "prattrs" in low
+                                               and "pg_publication_rel" in low):
             return self.column_lists(text, low)
         # table sync: the columns
         if "from pg_catalog.pg_attribute a" in low:
             return self.attributes(text, low)
         # table sync: the row filters (publisher 15+)
-        if "pg_get_expr(" in low and ("gpt.qual" in low or "prqual" in low):
+        if low.startswith("select distinct pg_get_expr(") and ("gpt.qual" in low or "prqual" in low):
             return self.row_filters(text, low)
         if re.fullmatch(r"select (pg_catalog\.)?pg_is_in_recovery\(\)", low):
             return Result((("pg_is_in_recovery", BOOL),), (("f",),), "SELECT 1")
@@ -365,7 +374,7 @@ class _Answerer:
         m = re.fullmatch(r"select (-?\d+)", low)
         if m:
             return Result((("?column?", INT4),), ((m.group(1),),), "SELECT 1")
-        raise ServerError("0A000", "the fake walsender does not answer this query",
+        raise NotAnswered("0A000", "the fake walsender does not answer this query",
                           detail=f"Query: {text[:200]}",
                           hint="Only the queries replication clients send are answered; see the scenario docs.")
 
@@ -402,7 +411,7 @@ class _Answerer:
     def attributes(self, text: str, low: str) -> Result:
         m = re.search(r"a\.attrelid = (\d+)", low)
         if not m:
-            raise ServerError("42601", "expected a column query naming a.attrelid")
+            raise NotAnswered("0A000", "not a table-sync column query")
         t = self.table_by_oid(int(m.group(1)))
         ms = re.match(r"select (.*?) from pg_catalog\.pg_attribute a", text, re.IGNORECASE)
         assert ms is not None
@@ -432,8 +441,7 @@ class _Answerer:
                 cols.append(("?column?", BOOL))
                 getters.append(lambda i, c: "f" if c.generated is None else "t")
             else:
-                raise ServerError("0A000", "the fake walsender does not answer this column query",
-                                  detail=f"Unknown select item: {item}")
+                raise NotAnswered("0A000", "not a table-sync column query", detail=f"Unknown select item: {item}")
         if t is None:
             return Result(tuple(cols), (), "SELECT 0")
         # 12-17 ask for the columns that are not generated (a.attgenerated = '')
@@ -522,6 +530,11 @@ def _version_num(version: str) -> str:
     m = re.match(r"(\d+)(?:\.(\d+))?", version)
     assert m is not None
     return str(int(m.group(1)) * 10000 + int(m.group(2) or 0))
+
+
+def setting(scenario: Scenario, persona: Persona, version: str, name: str) -> str | None:
+    """A setting's value as ``SHOW`` and ``current_setting()`` give it, or None."""
+    return _Answerer(scenario, persona, version).setting(name)
 
 
 def answer(scenario: Scenario, persona: Persona, version: str, sql: str, in_transaction: bool = False) -> Answer:

@@ -64,6 +64,7 @@ class _Streaming:
         options = self.server.persona.parse_options(list(cmd.options))
         start = max(cmd.start_lsn, slot.confirmed_flush)
         plan = self.server.plan(options, start)
+        self.server.happen(plan.end_lsn)
         slot.active = self.id
         self.send(CopyBothResponse(0, ()))
         self.start_stream(_LogicalStream(self))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import DecodeError
@@ -58,12 +58,14 @@ from ..wire.reader import NeedData
 from ._auth import Authenticator, SecretCache
 from ._base import CHUNK, Action, Close, Send, SlotState, Wait, _Stream
 from ._commands import _Commands
+from ._engine import SqlEngine
 from ._history import History, compile_history
 from ._render import Plan, render
 from ._startup import _Startup
 from ._streaming import _Streaming
 from .faults import Fault, FaultBook
 from .personas import Persona, ServerError, StreamOptions, persona
+from .publications import Publication
 from .scenario import Limits, Scenario
 from .stream import Stream
 from .transcript import Entry, Transcript
@@ -79,6 +81,13 @@ DROP_WAIT_POLL = 0.02
 
 #: Seconds between 1970-01-01 and 2000-01-01 (the protocol's epoch).
 _PG_EPOCH_UNIX = 946684800
+
+#: How far before the scenario's first transaction the WAL clock starts, and how far a new
+#: slot moves it (an xl_running_xacts record, aligned).
+_PRE_HISTORY = 0x800
+_RUNNING_XACTS = 0x28
+#: The OIDs of publications created start past the scenario's tables.
+_FIRST_OWN_OID = 200000
 
 
 # ------------------------------------------------------------------------------------------
@@ -204,9 +213,27 @@ class ServerState:
                 scenario.server.database if s.plugin else None,
                 s.confirmed_flush if s.confirmed_flush is not None else start, start,
                 s.two_phase, False, s.temporary)
-        #: The server's current WAL position: the end of the scenario's history, growing
-        #: with keepalive ``advance``.
-        self.wal_lsn = max(self.history.end_lsn, start)
+        # The WAL clock, one per server: every position a client is told (IDENTIFY_SYSTEM's
+        # xlogpos, pg_current_wal_lsn(), a new slot's consistent point) is read from it, so
+        # they come in the order a real server's WAL gives them. The scenario's transactions
+        # happen "after the slot": until a client first decodes (START_REPLICATION, the SQL
+        # decoding functions) the clock stands before server.start_lsn, each slot created
+        # moving it on by a running-xacts record as LogicalDecodingContext creation does
+        # (snapbuild.c), never past start_lsn; then the history happens and the clock stands
+        # at its end, growing with keepalive ``advance``. A scenario slot already past
+        # start_lsn means the history has happened.
+        positions = [p for sl in self.slots.values() for p in (sl.confirmed_flush, sl.restart_lsn)]
+        #: The history has happened (see above).
+        self.happened = any(p > start for p in positions)
+        #: The server's current WAL position.
+        self.wal_lsn = (max(self.history.end_lsn, start, *positions) if self.happened
+                        else max([max(start - _PRE_HISTORY, 0), *positions]))
+        #: The publications' OIDs (pg_publication.oid), by name.
+        self.publication_oids: dict[str, int] = {}
+        self._oid = _FIRST_OWN_OID
+        for pub in scenario.publications:
+            self.publication_oids[pub.name] = self.next_oid()
+        self._sql: SqlEngine | None = None
         self.connections: dict[int, Connection] = {}
         self.count = 0
         self.down_until = -1.0
@@ -249,6 +276,52 @@ class ServerState:
 
     def elapsed(self) -> float:
         return self.clock() - self.started
+
+    # -- the WAL clock ---------------------------------------------------------------------
+    def wal_position(self) -> int:
+        """The position IDENTIFY_SYSTEM and pg_current_wal_lsn() report now."""
+        return self.wal_lsn
+
+    def slot_position(self) -> int:
+        """A new slot's consistent point: at or after every position reported so far and,
+        before the history happened, at or before its first transaction."""
+        if self.happened:
+            self.wal_lsn += _RUNNING_XACTS
+        else:
+            self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, self.scenario.server.start_lsn))
+        return self.wal_lsn
+
+    def happen(self, end: int | None = None) -> None:
+        """A client decodes: the scenario's history happens (once); the clock moves to its
+        end (*end*: a recorded stream's own)."""
+        if not self.happened:
+            self.happened = True
+        self.wal_lsn = max(self.wal_lsn, self.history.end_lsn, end or 0)
+
+    # -- SQL ---------------------------------------------------------------------------------
+    @property
+    def sql(self) -> SqlEngine:
+        """The SQL engine over the catalogs (opened on first use)."""
+        if self._sql is None:
+            self._sql = SqlEngine(self)
+        return self._sql
+
+    def next_oid(self) -> int:
+        self._oid += 1000
+        return self._oid
+
+    def set_publications(self, publications: list[Publication], *, renamed: dict[str, str] | None = None) -> None:
+        """Publication DDL: the scenario's publications change, and with them the catalog
+        and what the next stream publishes (plans are rendered anew)."""
+        oids = {}
+        for pub in publications:
+            old = next((o for o, n in (renamed or {}).items() if n == pub.name), pub.name)
+            oids[pub.name] = self.publication_oids.get(old) or self.next_oid()
+        self.publication_oids = oids
+        self.scenario = replace(self.scenario, publications=tuple(publications))
+        self.history = History(self.scenario, self.history.events, self.history.end_lsn, self.history.tables)
+        self._plans.clear()
+        self._frames.clear()
 
     # -- plans -----------------------------------------------------------------------------
     def plan(self, options: StreamOptions, start: int) -> Plan:

@@ -128,7 +128,7 @@ def test_errors_inside_a_transaction_block_and_after() -> None:
     c.startup()
     assert c.query("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")[-1] == ReadyForQuery("T")
     out = c.query("SELECT nonsense FROM nowhere")
-    assert errors(out)[0][0] == "0A000" and out[-1] == ReadyForQuery("E")
+    assert errors(out)[0][0] == "42P01" and out[-1] == ReadyForQuery("E")
     assert errors(c.query("SELECT 1"))[0][0] == "25P02"
     out = c.query("COMMIT")
     assert out[0] == CommandComplete("ROLLBACK") and out[-1] == ReadyForQuery("I")
@@ -140,10 +140,12 @@ def test_streaming_keepalives_status_updates_and_copy_done() -> None:
     c = Client(st)
     c.startup()
     c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+    consistent_point = st.slots["s"].confirmed_flush
+    assert consistent_point <= st.scenario.server.start_lsn
     out = c.query(START)
     assert isinstance(out[0], CopyBothResponse)
     payloads = xlog(out)
-    assert isinstance(payloads[0], PrimaryKeepalive) and payloads[0].wal_end == st.scenario.server.start_lsn
+    assert isinstance(payloads[0], PrimaryKeepalive) and payloads[0].wal_end == consistent_point
     w = [p for p in payloads if isinstance(p, XLogData)]
     assert [chr(p.data[0]) for p in w] == ["B", "R", "I", "U", "D", "C"]
     end = w[-1].data_start

@@ -30,19 +30,19 @@ from pgwire_spec.wire import (
 from .scenarios import items
 
 
-def _hello(slot: str, user: str = "replicator") -> bytes:
+def _hello(slot: str, user: str = "replicator", *, create: bool = True) -> bytes:
     return b"".join(encode_message(m) for m in (
         StartupMessage(parameters=(("user", user), ("database", "postgres"), ("replication", "database"))),
-        Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')"),
+        *([Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")] if create else []),
         Query(f"START_REPLICATION SLOT {slot} LOGICAL 0/0 (proto_version '1', publication_names 'pub')"),
     ))
 
 
-async def _stream_to_end(host: str, port: int, slot: str, end: int) -> int:
+async def _stream_to_end(host: str, port: int, slot: str, end: int, *, create: bool = True) -> int:
     """A minimal replication client: stream until the position *end*, then CopyDone and
     Terminate; returns how many XLogData it got."""
     reader, writer = await asyncio.open_connection(host, port)
-    writer.write(_hello(slot))
+    writer.write(_hello(slot, create=create))
     backend = BackendReader()
     count = 0
     try:
@@ -81,8 +81,17 @@ def test_two_hundred_concurrent_replication_connections_each_stream_to_the_end()
 
     async def main() -> list[int]:
         async with FakeWalsender(scenario, record=False) as fake:
-            return await asyncio.wait_for(
-                asyncio.gather(*[_stream_to_end(fake.host, fake.port, f"s{i}", end) for i in range(n)]), 120)
+            # every slot exists before the first stream: each then sees the scenario's
+            # transactions, which happen after it (as on a real server)
+            conn = fake.state.connect()
+            conn.receive_data(encode_message(StartupMessage(parameters=(
+                ("user", "replicator"), ("database", "postgres"), ("replication", "database")))))
+            for i in range(n):
+                conn.receive_data(encode_message(Query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")))
+            conn.next_action(0.0)
+            assert len(fake.state.slots) == n
+            return await asyncio.wait_for(asyncio.gather(*[
+                _stream_to_end(fake.host, fake.port, f"s{i}", end, create=False) for i in range(n)]), 120)
 
     counts = asyncio.run(main())
     # every connection got the whole stream: B, I, C per small transaction, … up to the end

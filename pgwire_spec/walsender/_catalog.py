@@ -1,0 +1,315 @@
+"""The system catalogs a client reads, materialised from the scenario and the server's state.
+
+One table of facts: every catalog relation the SQL surface answers, its columns in the
+server's order with their PostgreSQL type and the major that added (or dropped) each
+(``src/include/catalog/pg_*.h`` and ``src/backend/catalog/system_views.sql`` of each
+major). :func:`catalog_rows` fills them from a scenario's tables, the publications and the
+slots; :mod:`._engine` loads them into the SQL engine.
+
+Values are kept in their text form where PostgreSQL's is not a plain number or boolean
+(``name``, ``"char"``, ``pg_lsn``, ``pg_node_tree``); ``int2vector`` and arrays are lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..lsn import format_lsn
+from ..pgtypes import BUILTIN_TYPES, type_name
+from ._relsync import publication_tables
+from .scenario import Scenario, Table
+from .types import ColumnType
+
+__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "catalog_rows", "columns_of", "format_type", "TYPE_OIDS",
+           "DATABASE_OID", "PUBLIC_OID", "PG_CATALOG_OID"]
+
+#: OIDs of the result types the catalog uses (pg_type.dat).
+TYPE_OIDS = {name: oid for name, (oid, _) in BUILTIN_TYPES.items()} | {
+    "_name": 1003, "_text": 1009, "_int2": 1005, "pg_node_tree": 194, "regclass": 2205, "record": 2249,
+    "void": 2278, "cid": 29, "_char": 1002,
+}
+
+_OTHER_TYPE_NAMES = {oid: name for name, oid in TYPE_OIDS.items() if type_name(oid) is None}
+
+PG_CATALOG_OID, PUBLIC_OID, DATABASE_OID, BOOTSTRAP_SUPERUSER = 11, 2200, 16384, 10
+#: OIDs of what the fake creates itself (indexes, publications, their rows) start here,
+#: above any table OID a scenario is likely to use.
+_GENERATED_OIDS = 90000
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogColumn:
+    name: str
+    #: The PostgreSQL type, as pg_type names it (``name``, ``_name`` for name[]).
+    type: str
+    #: First major with the column, and the first without it (None: still there).
+    since: int = 10
+    until: int | None = None
+
+    def exists(self, major: int) -> bool:
+        return self.since <= major and (self.until is None or major < self.until)
+
+
+def _cols(*specs: str | tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[CatalogColumn, ...]:
+    out = []
+    for spec in specs:
+        if isinstance(spec, str):
+            name, typ = spec.split(":")
+            out.append(CatalogColumn(name, typ))
+        else:
+            out.append(CatalogColumn(*spec))
+    return tuple(out)
+
+
+#: The catalog relations answered, their columns in the server's order.
+CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
+    "pg_namespace": _cols("oid:oid", "nspname:name", "nspowner:oid"),
+    "pg_class": _cols(
+        "oid:oid", "relname:name", "relnamespace:oid", "reltype:oid", "reloftype:oid", "relowner:oid",
+        "relam:oid", "relfilenode:oid", "reltablespace:oid", "relpages:int4", "reltuples:float4",
+        "relallvisible:int4", "reltoastrelid:oid", "relhasindex:bool", "relisshared:bool",
+        "relpersistence:char", "relkind:char", "relnatts:int2", "relchecks:int2", "relhasrules:bool",
+        "relhastriggers:bool", "relhassubclass:bool", "relrowsecurity:bool", "relforcerowsecurity:bool",
+        "relispopulated:bool", "relreplident:char", "relispartition:bool", ("relrewrite", "oid", 11),
+        "relfrozenxid:xid", "relminmxid:xid"),
+    "pg_attribute": _cols(
+        "attrelid:oid", "attname:name", "atttypid:oid", "attlen:int2", "attnum:int2", "atttypmod:int4",
+        "attndims:int2", "attbyval:bool", "attalign:char", "attstorage:char", "attnotnull:bool",
+        "atthasdef:bool", ("atthasmissing", "bool", 11), "attidentity:char", ("attgenerated", "char", 12),
+        "attisdropped:bool", "attislocal:bool", "attinhcount:int2", "attcollation:oid"),
+    "pg_type": _cols(
+        "oid:oid", "typname:name", "typnamespace:oid", "typowner:oid", "typlen:int2", "typbyval:bool",
+        "typtype:char", "typcategory:char", "typispreferred:bool", "typisdefined:bool", "typdelim:char",
+        "typrelid:oid", ("typsubscript", "regproc", 14), "typelem:oid", "typarray:oid", "typnotnull:bool",
+        "typbasetype:oid", "typtypmod:int4", "typndims:int4", "typcollation:oid"),
+    "pg_index": _cols(
+        "indexrelid:oid", "indrelid:oid", "indnatts:int2", ("indnkeyatts", "int2", 11), "indisunique:bool",
+        ("indnullsnotdistinct", "bool", 15), "indisprimary:bool", "indisexclusion:bool", "indimmediate:bool",
+        "indisclustered:bool", "indisvalid:bool", "indcheckxmin:bool", "indisready:bool", "indislive:bool",
+        "indisreplident:bool", "indkey:int2vector"),
+    "pg_database": _cols("oid:oid", "datname:name", "datdba:oid", "encoding:int4"),
+    "pg_publication": _cols(
+        "oid:oid", "pubname:name", "pubowner:oid", "puballtables:bool", "pubinsert:bool", "pubupdate:bool",
+        "pubdelete:bool", ("pubtruncate", "bool", 11), ("pubviaroot", "bool", 13), ("pubgencols", "char", 18)),
+    "pg_publication_rel": _cols(
+        "oid:oid", "prpubid:oid", "prrelid:oid", ("prqual", "pg_node_tree", 15), ("prattrs", "int2vector", 15)),
+    "pg_publication_namespace": _cols(("oid", "oid", 15), ("pnpubid", "oid", 15), ("pnnspid", "oid", 15)),
+    "pg_publication_tables": _cols(
+        "pubname:name", "schemaname:name", "tablename:name", ("attnames", "_name", 15), ("rowfilter", "text", 15)),
+    "pg_replication_slots": _cols(
+        "slot_name:name", "plugin:name", "slot_type:text", "datoid:oid", "database:name",
+        ("temporary", "bool", 10), "active:bool", "active_pid:int4", "xmin:xid", "catalog_xmin:xid",
+        "restart_lsn:pg_lsn", "confirmed_flush_lsn:pg_lsn", ("wal_status", "text", 13),
+        ("safe_wal_size", "int8", 13), ("two_phase", "bool", 14), ("two_phase_at", "pg_lsn", 18),
+        ("inactive_since", "timestamptz", 17), ("conflicting", "bool", 16),
+        ("invalidation_reason", "text", 17), ("failover", "bool", 17), ("synced", "bool", 17)),
+}
+
+#: pg_get_publication_tables(): one text argument returning (relid, attrs, qual) in 15,
+#: VARIADIC text[] returning (pubid, relid, attrs, qual) from 16 (pg_proc.dat).
+PUBLICATION_TABLES_FUNCTION = _cols(
+    ("pubid", "oid", 16), "relid:oid", ("attrs", "int2vector", 15), ("qual", "pg_node_tree", 15))
+
+
+def columns_of(relation: str, major: int) -> tuple[CatalogColumn, ...]:
+    return tuple(c for c in CATALOG[relation] if c.exists(major))
+
+
+# ------------------------------------------------------------------------------------------
+# What the catalogs are made of
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRow:
+    name: str
+    plugin: str | None
+    kind: str
+    database: str | None
+    temporary: bool
+    active_pid: int | None
+    restart_lsn: int
+    confirmed_flush: int | None
+    two_phase: bool
+    failover: bool
+
+
+# Sizes and categories of the built-in types (pg_type.dat: typlen, typbyval, typcategory).
+_FIXED = {"bool": 1, "char": 1, "name": 64, "int8": 8, "int2": 2, "int4": 4, "oid": 4, "tid": 6, "xid": 4,
+          "cid": 4, "float4": 4, "float8": 8, "money": 8, "macaddr": 6, "point": 16, "date": 4, "time": 8,
+          "timestamp": 8, "timestamptz": 8, "interval": 16, "timetz": 12, "uuid": 16, "pg_lsn": 8}
+_BYVAL = {"bool", "char", "int8", "int2", "int4", "oid", "xid", "cid", "float4", "float8", "money", "date",
+          "time", "timestamp", "timestamptz", "pg_lsn"}
+_CATEGORY = {"bool": "B", "int2": "N", "int4": "N", "int8": "N", "oid": "N", "float4": "N", "float8": "N",
+             "numeric": "N", "money": "N", "text": "S", "varchar": "S", "bpchar": "S", "name": "S", "char": "Z",
+             "date": "D", "time": "D", "timestamp": "D", "timestamptz": "D", "timetz": "D", "interval": "T",
+             "inet": "I", "cidr": "I", "bit": "V", "varbit": "V", "point": "G", "int2vector": "A"}
+
+#: format_type's names (format_type.c).
+_SQL_NAMES = {"bool": "boolean", "int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
+              "float8": "double precision", "varchar": "character varying", "bpchar": "character",
+              "timestamp": "timestamp without time zone", "timestamptz": "timestamp with time zone",
+              "time": "time without time zone", "timetz": "time with time zone", "varbit": "bit varying",
+              "char": '"char"'}
+
+
+def format_type(oid: int | None, typmod: int | None, user_types: Mapping[int, ColumnType] = {}) -> str | None:
+    """``format_type(oid, typmod)`` as format_type.c writes it; '???' for an unknown OID."""
+    if oid is None:
+        return None
+    mod = -1 if typmod is None else typmod
+    name = type_name(oid) or _OTHER_TYPE_NAMES.get(oid)
+    if name is None:
+        user = user_types.get(oid)
+        if user is None:
+            return "???"
+        base = user.name if user.namespace in ("public", "pg_catalog") else f"{user.namespace}.{user.name}"
+        return base + ("[]" if user.is_array and not base.endswith("[]") else "")
+    if name.startswith("_"):
+        inner = format_type(BUILTIN_TYPES[name[1:]][0], mod, user_types)
+        return f"{inner}[]"
+    sql = _SQL_NAMES.get(name, name)
+    if mod < 0:
+        return sql
+    if name in ("varchar", "bpchar"):
+        return f"{sql}({mod - 4})"
+    if name == "numeric":
+        m = mod - 4
+        return f"numeric({(m >> 16) & 0xFFFF},{m & 0xFFFF})"
+    if name in ("timestamp", "timestamptz", "time", "timetz"):
+        head, _, tail = sql.partition(" ")
+        return f"{head}({mod}) {tail}"
+    if name in ("bit", "varbit"):
+        return f"{sql}({mod})"
+    return sql
+
+
+def _index_oid(t: Table) -> int:
+    return _GENERATED_OIDS + 2 * (t.oid % 40000) + 1
+
+
+def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
+                 slots: Iterable[SlotRow]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every relation of :data:`CATALOG` for *major* (its columns only); the
+    publications are the scenario's, *oids* their OIDs by name."""
+    pubs = list(scenario.publications)
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in CATALOG}
+    namespaces = {"pg_catalog": PG_CATALOG_OID, "public": PUBLIC_OID}
+    for t in scenario.tables:
+        namespaces.setdefault(t.schema, _GENERATED_OIDS - 1000 + len(namespaces))
+    for name, oid in namespaces.items():
+        rows["pg_namespace"].append({"oid": oid, "nspname": name, "nspowner": BOOTSTRAP_SUPERUSER})
+    rows["pg_database"].append({"oid": DATABASE_OID, "datname": scenario.server.database,
+                                "datdba": BOOTSTRAP_SUPERUSER, "encoding": 6})
+
+    user_types: dict[int, ColumnType] = {}
+    for t in scenario.tables:
+        has_key = bool(t.key_columns)
+        rows["pg_class"].append(_pg_class(t.oid, t.name, namespaces[t.schema], "r", len(t.columns),
+                                          t.replica_identity, has_key))
+        for i, c in enumerate(t.columns):
+            if c.type.is_user_type:
+                user_types[c.type.oid] = c.type
+            base = type_name(c.type.oid) or ""
+            rows["pg_attribute"].append({
+                "attrelid": t.oid, "attname": c.name, "atttypid": c.type.oid,
+                "attlen": _FIXED.get(base, -1), "attnum": i + 1, "atttypmod": c.type.typmod,
+                "attndims": 1 if c.type.is_array else 0, "attbyval": base in _BYVAL,
+                "attalign": "i", "attstorage": "p" if base in _FIXED else "x", "attnotnull": c.key,
+                "atthasdef": False, "atthasmissing": False, "attidentity": "", "attgenerated": "",
+                "attisdropped": False, "attislocal": True, "attinhcount": 0,
+                "attcollation": 100 if base in ("text", "varchar", "bpchar") else 0})
+        for num, (name, typ) in enumerate((("tableoid", "oid"), ("cmax", "cid"), ("xmax", "xid"),
+                                           ("cmin", "cid"), ("xmin", "xid"), ("ctid", "tid"))):
+            rows["pg_attribute"].append({
+                "attrelid": t.oid, "attname": name, "atttypid": TYPE_OIDS[typ], "attlen": _FIXED[typ],
+                "attnum": num - 6, "atttypmod": -1, "attndims": 0, "attbyval": typ != "tid",
+                "attalign": "s" if typ == "tid" else "i", "attstorage": "p", "attnotnull": True,
+                "atthasdef": False, "atthasmissing": False, "attidentity": "", "attgenerated": "",
+                "attisdropped": False, "attislocal": True, "attinhcount": 0, "attcollation": 0})
+        if has_key:
+            idx = _index_oid(t)
+            keys = [i + 1 for i, c in enumerate(t.columns) if c.key]
+            rows["pg_class"].append(_pg_class(idx, f"{t.name}_pkey", namespaces[t.schema], "i", len(keys),
+                                              "n", False))
+            rows["pg_index"].append({
+                "indexrelid": idx, "indrelid": t.oid, "indnatts": len(keys), "indnkeyatts": len(keys),
+                "indisunique": True, "indnullsnotdistinct": False, "indisprimary": True,
+                "indisexclusion": False, "indimmediate": True, "indisclustered": False, "indisvalid": True,
+                "indcheckxmin": False, "indisready": True, "indislive": True,
+                "indisreplident": t.replica_identity == "i", "indkey": keys})
+
+    for name, (oid, array_oid) in BUILTIN_TYPES.items():
+        rows["pg_type"].append(_pg_type(oid, name, _FIXED.get(name, -1), name in _BYVAL, "b",
+                                        _CATEGORY.get(name, "U"), 0, array_oid))
+        rows["pg_type"].append(_pg_type(array_oid, "_" + name, -1, False, "b", "A", oid, 0))
+    for oid, ct in sorted(user_types.items()):
+        rows["pg_type"].append(_pg_type(oid, ct.name, -1, False, "e" if not ct.is_array else "b",
+                                        "A" if ct.is_array else "E", ct.element.oid if ct.element else 0, 0,
+                                        namespace=namespaces.get(ct.namespace, PUBLIC_OID)))
+
+    by_name = {t.qualified_name: t for t in scenario.tables}
+    for p in pubs:
+        oid = oids[p.name]
+        rows["pg_publication"].append({
+            "oid": oid, "pubname": p.name, "pubowner": BOOTSTRAP_SUPERUSER, "puballtables": p.all_tables,
+            "pubinsert": "insert" in p.actions, "pubupdate": "update" in p.actions,
+            "pubdelete": "delete" in p.actions, "pubtruncate": "truncate" in p.actions,
+            "pubviaroot": p.via_root, "pubgencols": "s" if p.generated_columns == "stored" else "n"})
+        for i, name in enumerate(p.tables or ()):
+            t = by_name.get(name)
+            if t is None:
+                continue
+            entry = p.entry(name)
+            attrs = None if entry is None or entry.columns is None else [
+                i + 1 for i, c in enumerate(t.columns) if c.name in entry.columns]
+            rows["pg_publication_rel"].append({
+                "oid": oid + 1 + i, "prpubid": oid, "prrelid": t.oid, "prattrs": attrs,
+                "prqual": entry.where.deparsed if entry is not None and entry.where is not None else None})
+        for i, schema in enumerate(p.schemas):
+            rows["pg_publication_namespace"].append({
+                "oid": oid + 500 + i, "pnpubid": oid, "pnnspid": namespaces.get(schema, 0)})
+        for pt in publication_tables(scenario, p, major):
+            t = pt.table
+            names = [c.name for i, c in enumerate(t.columns) if pt.attrs is None or i + 1 in pt.attrs]
+            rows["pg_publication_tables"].append({
+                "pubname": p.name, "schemaname": t.schema, "tablename": t.name, "attnames": names,
+                "rowfilter": pt.where.deparsed if pt.where is not None else None})
+
+    for s in slots:
+        rows["pg_replication_slots"].append({
+            "slot_name": s.name, "plugin": s.plugin, "slot_type": s.kind,
+            "datoid": DATABASE_OID if s.database else None, "database": s.database, "temporary": s.temporary,
+            "active": s.active_pid is not None, "active_pid": s.active_pid, "xmin": None,
+            "catalog_xmin": None, "restart_lsn": format_lsn(s.restart_lsn) if s.restart_lsn else None,
+            "confirmed_flush_lsn": None if s.confirmed_flush is None else format_lsn(s.confirmed_flush),
+            "wal_status": "reserved" if s.restart_lsn else None, "safe_wal_size": None,
+            "two_phase": s.two_phase, "two_phase_at": None, "inactive_since": None, "conflicting": None
+            if s.kind == "physical" else False, "invalidation_reason": None, "failover": s.failover,
+            "synced": False})
+
+    return {name: [tuple(r.get(c.name) for c in columns_of(name, major)) for r in rs]
+            for name, rs in rows.items()}
+
+
+def _pg_class(oid: int, name: str, nsp: int, kind: str, natts: int, replident: str, has_index: bool) -> dict[str, Any]:
+    return {"oid": oid, "relname": name, "relnamespace": nsp, "reltype": 0, "reloftype": 0,
+            "relowner": BOOTSTRAP_SUPERUSER, "relam": 403 if kind == "i" else 2, "relfilenode": oid,
+            "reltablespace": 0, "relpages": 0, "reltuples": -1.0, "relallvisible": 0, "reltoastrelid": 0,
+            "relhasindex": has_index, "relisshared": False, "relpersistence": "p", "relkind": kind,
+            "relnatts": natts, "relchecks": 0, "relhasrules": False, "relhastriggers": False,
+            "relhassubclass": False, "relrowsecurity": False, "relforcerowsecurity": False,
+            "relispopulated": True, "relreplident": replident, "relispartition": False, "relrewrite": 0,
+            "relfrozenxid": 0 if kind == "i" else 730, "relminmxid": 0 if kind == "i" else 1}
+
+
+def _pg_type(oid: int, name: str, length: int, byval: bool, kind: str, category: str, elem: int, array: int,
+             namespace: int = PG_CATALOG_OID) -> dict[str, Any]:
+    return {"oid": oid, "typname": name, "typnamespace": namespace, "typowner": BOOTSTRAP_SUPERUSER,
+            "typlen": length, "typbyval": byval, "typtype": kind, "typcategory": category,
+            "typispreferred": False, "typisdefined": True, "typdelim": ",", "typrelid": 0,
+            "typsubscript": "array_subscript_handler" if category == "A" else "-", "typelem": elem,
+            "typarray": array, "typnotnull": False, "typbasetype": 0, "typtypmod": -1, "typndims": 0,
+            "typcollation": 100 if name in ("text", "varchar", "bpchar") else 0}

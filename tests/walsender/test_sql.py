@@ -1,0 +1,290 @@
+"""The SQL surface (walsender/_engine.py, _catalog.py) and the WAL clock (ServerState),
+driven without sockets: catalog reads, slot functions, publication DDL that changes the
+stream, and positions in a real server's order over every ordering of the calls a client
+can make (hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pgwire_spec import PgOutputDecoder
+from pgwire_spec.lsn import parse_lsn
+from pgwire_spec.pgoutput import messages as m
+from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
+from pgwire_spec.walsender import ServerState
+from pgwire_spec.walsender.scenario import Scenario
+from pgwire_spec.wire import (
+    CommandComplete,
+    CopyData,
+    DataRow,
+    ErrorResponse,
+    NoticeResponse,
+    RowDescription,
+)
+
+from ._client import Client
+from .scenarios import accounts
+
+
+def _state(major: int = 16, **extra: Any) -> ServerState:
+    return ServerState(Scenario.from_dict({**accounts(major), "auth": {"method": "trust"}, **extra}))
+
+
+def _client(state: ServerState, replication: str | None = None) -> Client:
+    c = Client(state)
+    c.startup(replication=replication)
+    return c
+
+
+def _rows(out: list[Any]) -> list[tuple[str | None, ...]]:
+    return [tuple(None if v is None else v.decode() for v in msg.values) for msg in out if isinstance(msg, DataRow)]
+
+
+def _columns(out: list[Any]) -> list[tuple[str, int]]:
+    desc = next(msg for msg in out if isinstance(msg, RowDescription))
+    return [(f.name, f.type_oid) for f in desc.fields]
+
+
+def _error(out: list[Any]) -> tuple[str, str] | None:
+    for msg in out:
+        if isinstance(msg, ErrorResponse):
+            fields = dict(msg.fields)
+            return fields["C"], fields["M"]
+    return None
+
+
+def _ok(out: list[Any]) -> list[Any]:
+    assert _error(out) is None, _error(out)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Catalog reads (the issue's 4th failure)
+# ------------------------------------------------------------------------------------------
+
+
+def test_format_type_and_the_attributes_of_each_relation() -> None:
+    c = _client(_state())
+    out = _ok(c.query("SELECT format_type(23, -1)"))
+    assert _columns(out) == [("format_type", 25)] and _rows(out) == [("integer",)]
+    out = _ok(c.query("SELECT a.attnum, a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.attnotnull "
+                      "FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'public.accounts'::regclass "
+                      "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"))
+    assert _columns(out) == [("attnum", 21), ("attname", 19), ("atttypid", 26), ("format_type", 25),
+                             ("attnotnull", 16)]
+    assert _rows(out) == [("1", "id", "23", "integer", "t"), ("2", "name", "25", "text", "f"),
+                          ("3", "amount", "1700", "numeric", "f")]
+    out = _ok(c.query("SELECT c.relname, n.nspname, c.relkind, c.relreplident, c.oid::regclass "
+                      "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                      "WHERE n.nspname = 'public' ORDER BY 1"))
+    assert _rows(out) == [("accounts", "public", "r", "d", "accounts"), ("accounts_pkey", "public", "i", "n",
+                                                                           "accounts_pkey")]
+    out = _ok(c.query("SELECT i.indisprimary, i.indkey FROM pg_index i WHERE i.indrelid = 'accounts'::regclass"))
+    assert _columns(out) == [("indisprimary", 16), ("indkey", 22)] and _rows(out) == [("t", "1")]
+    out = _ok(c.query("SELECT current_setting('wal_level'), version() LIKE 'PostgreSQL 16%', current_user"))
+    assert _rows(out) == [("logical", "t", "postgres")]
+    assert _ok(c.query("SHOW wal_level"))
+
+
+def test_result_shapes_follow_the_persona_major() -> None:
+    pub15 = _columns(_ok(_client(_state(15)).query("SELECT * FROM pg_publication_tables")))
+    pub14 = _columns(_ok(_client(_state(14)).query("SELECT * FROM pg_publication_tables")))
+    assert pub15 == [("pubname", 19), ("schemaname", 19), ("tablename", 19), ("attnames", 1003), ("rowfilter", 25)]
+    assert pub14 == pub15[:3]
+    slots16 = [n for n, _ in _columns(_ok(_client(_state(16)).query("SELECT * FROM pg_replication_slots")))]
+    slots17 = [n for n, _ in _columns(_ok(_client(_state(17)).query("SELECT * FROM pg_replication_slots")))]
+    assert "conflicting" in slots16 and "failover" not in slots16 and "failover" in slots17
+
+
+def test_what_is_outside_the_surface_is_a_clear_error_naming_it() -> None:
+    c = _client(_state())
+    assert _error(c.query("CREATE TABLE t (x int)")) == ("0A000", "the fake walsender does not run CREATE TABLE")
+    assert _error(c.query("SELEC 1")) == ("42601", 'syntax error at or near "SELEC"')
+    assert _error(c.query("SELECT * FROM nowhere")) == ("42P01", 'relation "nowhere" does not exist')
+    assert _error(c.query("SELECT nope FROM pg_class"))[0] == "42703"  # type: ignore[index]
+    assert _error(c.query("SELECT no_such_function(1)"))[0] == "42883"  # type: ignore[index]
+    assert _error(c.query("SELECT * FROM accounts"))[0] == "0A000"  # type: ignore[index]
+    # the connection goes on
+    assert _rows(_ok(c.query("SELECT 1"))) == [("1",)]
+
+
+# ------------------------------------------------------------------------------------------
+# Slot functions on a plain connection (the issue's 3rd failure)
+# ------------------------------------------------------------------------------------------
+
+
+def test_slot_functions_create_list_decode_and_drop() -> None:
+    state = _state()
+    c = _client(state)
+    out = _ok(c.query("SELECT * FROM pg_create_logical_replication_slot('s', 'pgoutput')"))
+    assert _columns(out) == [("slot_name", 19), ("lsn", 3220)]
+    (name, lsn), = _rows(out)
+    assert name == "s" and parse_lsn(lsn) <= state.scenario.server.start_lsn
+    assert _rows(_ok(c.query("SELECT slot_name, plugin, slot_type, active, confirmed_flush_lsn "
+                             "FROM pg_replication_slots"))) == [("s", "pgoutput", "logical", "f", lsn)]
+    wal = _rows(_ok(c.query("SELECT pg_current_wal_lsn()")))[0][0]
+    assert wal is not None and parse_lsn(wal) >= parse_lsn(lsn)
+    assert _error(c.query("SELECT * FROM pg_create_logical_replication_slot('s', 'pgoutput')"))[0] == "42710"  # type: ignore[index]
+
+    peek = "SELECT lsn, xid, data FROM pg_logical_slot_{}_binary_changes('s', NULL, NULL, " \
+           "'proto_version', '1', 'publication_names', 'pub')"
+    out = _ok(c.query(peek.format("peek")))
+    assert _columns(out) == [("lsn", 3220), ("xid", 28), ("data", 17)]
+    decoder = PgOutputDecoder(protocol_version=1)
+    kinds = [type(decoder.decode(bytes.fromhex(data[2:]))).__name__ for _, _, data in _rows(out)]  # type: ignore[index]
+    assert kinds == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+    assert len(_rows(_ok(c.query(peek.format("peek"))))) == 6  # peek leaves the slot where it was
+    assert len(_rows(_ok(c.query(peek.format("get"))))) == 6
+    assert _rows(_ok(c.query(peek.format("get")))) == []  # get consumed them
+    assert parse_lsn(_rows(_ok(c.query("SELECT pg_current_wal_lsn()")))[0][0] or "") >= \
+        state.history.end_lsn
+
+    assert _error(c.query("SELECT * FROM pg_logical_slot_get_changes('s', NULL, NULL)"))[0] == "22023"  # type: ignore[index]
+    out = _ok(c.query("SELECT pg_drop_replication_slot('s')"))
+    assert _columns(out) == [("pg_drop_replication_slot", 2278)] and _rows(out) == [("",)]
+    assert _rows(_ok(c.query("SELECT slot_name FROM pg_replication_slots"))) == []
+    assert _error(c.query("SELECT pg_drop_replication_slot('s')")) == ("42704", 'replication slot "s" does not exist')
+
+
+# ------------------------------------------------------------------------------------------
+# Publication DDL on a replication connection (the issue's 2nd failure)
+# ------------------------------------------------------------------------------------------
+
+
+def _stream(c: Client, publication: str) -> list[Any]:
+    """What slot ``keep`` (created before the history happened) would stream for *publication*."""
+    out = _ok(c.query("SELECT data FROM pg_logical_slot_peek_binary_changes('keep', NULL, NULL, "
+                      f"'proto_version', '1', 'publication_names', '{publication}')"))
+    decoder = PgOutputDecoder(protocol_version=1)
+    return [decoder.decode(bytes.fromhex((data or "")[2:])) for data, in _rows(out)]
+
+
+def test_publication_ddl_changes_the_catalog_and_the_stream() -> None:
+    state = _state(16)
+    c = _client(state, "database")
+    _ok(c.query("CREATE_REPLICATION_SLOT keep LOGICAL pgoutput"))
+    out = _ok(c.query("DROP PUBLICATION IF EXISTS demo"))
+    assert any(isinstance(x, NoticeResponse) for x in out) and CommandComplete("DROP PUBLICATION") in out
+    assert CommandComplete("CREATE PUBLICATION") in _ok(c.query("CREATE PUBLICATION demo FOR ALL TABLES"))
+    assert _error(c.query("CREATE PUBLICATION demo FOR ALL TABLES")) == ("42710", 'publication "demo" already exists')
+    assert _rows(_ok(c.query("SELECT pubname, puballtables, pubinsert, pubtruncate FROM pg_publication "
+                             "ORDER BY pubname"))) == [("demo", "t", "t", "t"), ("pub", "f", "t", "t")]
+    assert [type(x).__name__ for x in _stream(c, "demo")] == [
+        "Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+
+    # a publication of no table publishes nothing; adding the table publishes it
+    _ok(c.query("CREATE PUBLICATION narrow WITH (publish = 'insert')"))
+    assert not [x for x in _stream(c, "narrow") if isinstance(x, (m.Insert, m.Update, m.Delete))]
+    _ok(c.query("ALTER PUBLICATION narrow ADD TABLE public.accounts (id, name) WHERE (id > 1)"))
+    assert _rows(_ok(c.query("SELECT pubname, tablename, attnames, rowfilter FROM pg_publication_tables "
+                             "WHERE pubname = 'narrow'"))) == [("narrow", "accounts", "{id,name}", "(id > 1)")]
+    assert _rows(_ok(c.query("SELECT prattrs, pg_get_expr(prqual, prrelid) FROM pg_publication_rel r "
+                             "JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = 'narrow'"))) == [
+        ("1 2", "(id > 1)")]
+    assert [type(x).__name__ for x in _stream(c, "narrow") if isinstance(x, (m.Insert, m.Update, m.Delete))] \
+        == ["Insert"]
+    _ok(c.query("ALTER PUBLICATION narrow DROP TABLE accounts"))
+    assert _rows(_ok(c.query("SELECT count(*) FROM pg_publication_tables WHERE pubname = 'narrow'"))) == [("0",)]
+    _ok(c.query("ALTER PUBLICATION narrow RENAME TO wide"))
+    _ok(c.query("DROP PUBLICATION wide, demo"))
+    assert _error(c.query("DROP PUBLICATION wide")) == ("42704", 'publication "wide" does not exist')
+    assert _error(c.query("CREATE PUBLICATION x FOR TABLE nowhere")) == ("42P01", 'relation "nowhere" does not exist')
+    assert _rows(_ok(c.query("SELECT pubname FROM pg_publication"))) == [("pub",)]
+
+
+def test_column_lists_and_schemas_need_15() -> None:
+    c = _client(_state(14), "database")
+    assert _error(c.query("CREATE PUBLICATION p FOR TABLE accounts (id)"))[0] == "42601"  # type: ignore[index]
+    assert _error(c.query("CREATE PUBLICATION p FOR TABLES IN SCHEMA public"))[0] == "42601"  # type: ignore[index]
+    c = _client(_state(15), "database")
+    _ok(c.query("CREATE PUBLICATION p FOR TABLES IN SCHEMA public"))
+    assert _rows(_ok(c.query("SELECT tablename FROM pg_publication_tables WHERE pubname = 'p'"))) == [("accounts",)]
+
+
+# ------------------------------------------------------------------------------------------
+# The WAL clock (the issue's 1st failure, and every ordering of the calls)
+# ------------------------------------------------------------------------------------------
+
+
+def _go_demo_flow(state: ServerState) -> list[Any]:
+    """The flow of jackc/pglogrepl's example/pglogrepl_demo/main.go, message for message
+    (its module is not carried by Debian and the Go module proxy is not reachable here)."""
+    c = _client(state, "database")
+    _ok(c.query("DROP PUBLICATION IF EXISTS pglogrepl_demo;"))
+    _ok(c.query("CREATE PUBLICATION pglogrepl_demo FOR ALL TABLES;"))
+    xlogpos = _rows(_ok(c.query("IDENTIFY_SYSTEM")))[0][2]
+    _ok(c.query("CREATE_REPLICATION_SLOT pglogrepl_demo TEMPORARY LOGICAL pgoutput "))
+    out = c.query(f"START_REPLICATION SLOT pglogrepl_demo LOGICAL {xlogpos} (proto_version '2', "
+                  "publication_names 'pglogrepl_demo', messages 'true', streaming 'true')")
+    decoder = PgOutputDecoder(protocol_version=2, streaming="on", messages=True)
+    got = []
+    for msg in out:
+        if isinstance(msg, CopyData):
+            payload = decode_copy_data(msg.data)
+            if isinstance(payload, XLogData):
+                got.append(decoder.decode(payload.data))
+    return got
+
+
+def test_the_go_client_demo_flow_receives_the_scenario() -> None:
+    got = _go_demo_flow(_state(16))
+    assert [type(x).__name__ for x in got] == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+
+
+_CALLS = st.lists(st.sampled_from(["identify", "create", "wal_lsn", "start"]), min_size=1, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=_CALLS)
+def test_positions_come_in_a_real_servers_order(calls: list[str]) -> None:
+    """Every position a client is told is at or after every one told before; a slot's
+    consistent point is at or after every position reported before it was created; a
+    stream from any position told before the history happened carries every transaction,
+    and a position told after a stream is at or after what it carried."""
+    state = _state(16)
+    repl = _client(state, "database")
+    plain = _client(state)
+    reported: list[int] = []
+    slots: list[tuple[str, int]] = []
+    commits = sum(1 for _ in state.history.events)
+    for i, call in enumerate(calls):
+        if call == "identify":
+            reported.append(parse_lsn(_rows(_ok(repl.query("IDENTIFY_SYSTEM")))[0][2] or ""))
+        elif call == "wal_lsn":
+            reported.append(parse_lsn(_rows(_ok(plain.query("SELECT pg_current_wal_lsn()")))[0][0] or ""))
+        elif call == "create":
+            cp = parse_lsn(_rows(_ok(repl.query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")))[0][1] or "")
+            assert all(cp >= p for p in reported)
+            reported.append(cp)
+            slots.append((f"s{i}", cp))
+        elif call == "start" and slots:
+            name, cp = slots.pop(0)
+            since = reported[-1] if reported else 0
+            happened = state.happened
+            c = _client(state, "database")
+            out = c.query(f"START_REPLICATION SLOT {name} LOGICAL {since >> 32:X}/{since & 0xFFFFFFFF:X} "
+                          "(proto_version '1', publication_names 'pub')")
+            payloads = [decode_copy_data(x.data) for x in out if isinstance(x, CopyData)]
+            ends = [p.wal_end for p in payloads if isinstance(p, (XLogData, PrimaryKeepalive)) and p.wal_end]
+            got = sum(1 for p in payloads if isinstance(p, XLogData) and p.data[:1] == b"C")
+            if not happened:
+                assert got == commits  # the history happens after every slot created before it
+            reported.extend(ends)
+        assert reported == sorted(reported), reported
+
+
+@pytest.mark.parametrize("major", [15, 16])
+def test_copy_serves_the_rows_as_of_the_clock(major: int) -> None:
+    state = _state(major)
+    c = _client(state, "database")
+    before = _rows(_ok(c.query("COPY public.accounts TO STDOUT")))
+    assert before == []  # CopyData rows, not DataRows: read them below
+    out = c.query("COPY public.accounts TO STDOUT")
+    assert [x.data for x in out if isinstance(x, CopyData)] == [b"1\talice\t10.50\n"]
+    assert _go_demo_flow(state)
+    out = _client(state, "database").query("COPY public.accounts TO STDOUT")
+    assert [x.data for x in out if isinstance(x, CopyData)] == [b"2\trobert\t4\n"]
