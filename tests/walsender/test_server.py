@@ -38,6 +38,19 @@ def _hello(slot: str, user: str = "replicator", *, create: bool = True) -> bytes
     ))
 
 
+def _create_slots(fake: FakeWalsender, *slots: str) -> None:
+    """Slots created before any stream runs: each sees the scenario's transactions, which
+    happen after them (on a real server a slot sees only what commits after it)."""
+    conn = fake.state.connect()
+    conn.receive_data(encode_message(StartupMessage(parameters=(
+        ("user", "replicator"), ("database", "postgres"), ("replication", "database")))))
+    for slot in slots:
+        conn.receive_data(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput")))
+    conn.next_action(0.0)
+    assert all(slot in fake.state.slots for slot in slots)
+    fake.state.forget(conn)
+
+
 async def _stream_to_end(host: str, port: int, slot: str, end: int, *, create: bool = True) -> int:
     """A minimal replication client: stream until the position *end*, then CopyDone and
     Terminate; returns how many XLogData it got."""
@@ -83,13 +96,7 @@ def test_two_hundred_concurrent_replication_connections_each_stream_to_the_end()
         async with FakeWalsender(scenario, record=False) as fake:
             # every slot exists before the first stream: each then sees the scenario's
             # transactions, which happen after it (as on a real server)
-            conn = fake.state.connect()
-            conn.receive_data(encode_message(StartupMessage(parameters=(
-                ("user", "replicator"), ("database", "postgres"), ("replication", "database")))))
-            for i in range(n):
-                conn.receive_data(encode_message(Query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")))
-            conn.next_action(0.0)
-            assert len(fake.state.slots) == n
+            _create_slots(fake, *(f"s{i}" for i in range(n)))
             return await asyncio.wait_for(asyncio.gather(*[
                 _stream_to_end(fake.host, fake.port, f"s{i}", end, create=False) for i in range(n)]), 120)
 
@@ -166,10 +173,11 @@ def test_malformed_input_on_one_connection_while_another_streams() -> None:
 
     async def main() -> tuple[int, list[Any], int]:
         async with FakeWalsender(scenario) as fake:
-            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end))
+            _create_slots(fake, "good", "after")
+            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end, create=False))
             bad = await garbage(fake.host, fake.port)
             count = await asyncio.wait_for(streaming, 60)
-            again = await _stream_to_end(fake.host, fake.port, "after", end)
+            again = await _stream_to_end(fake.host, fake.port, "after", end, create=False)
             return count, bad, again
 
     count, bad, again = asyncio.run(main())

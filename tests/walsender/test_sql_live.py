@@ -1,0 +1,299 @@
+"""The SQL surface against real PostgreSQL: the catalog queries clients send answered by the
+fake as by a real 15 and 16 with the same tables and publications (the test runs all three);
+the Go client's demo flow over a socket, on the fake and on a real 15; a client creating its
+publication and slot by SQL, then pg_recvlogical streaming the scenario."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pgwire_spec import PgOutputDecoder
+from pgwire_spec.replication.messages import XLogData, decode_copy_data
+from pgwire_spec.servers import Server
+from pgwire_spec.walsender import Scenario, SyncFakeWalsender
+from pgwire_spec.wire import (
+    BackendReader,
+    CopyBothResponse,
+    CopyData,
+    DataRow,
+    ErrorResponse,
+    Query,
+    ReadyForQuery,
+    StartupMessage,
+    encode_message,
+)
+from pgwire_spec.wire.reader import NeedData
+from tests._servers import pg_server  # noqa: F401
+
+from .conftest import pg_program
+
+pytestmark = pytest.mark.live
+
+#: Two tables of several types and replica identities, and the transactions of the issue.
+SCENARIO: dict[str, Any] = {
+    "server": {"version": "15.4"},
+    "auth": {"method": "trust"},
+    "publications": {},
+    "tables": {
+        "public.accounts": {"columns": [{"name": "id", "type": "int4", "key": True}, {"name": "name", "type": "text"},
+                                        {"name": "amount", "type": "numeric(10,2)"}]},
+        "public.events": {"replica_identity": "full",
+                          "columns": [{"name": "at", "type": "timestamptz"}, {"name": "kind", "type": "varchar(20)"},
+                                      {"name": "n", "type": "int8"}, {"name": "ok", "type": "bool"},
+                                      {"name": "tags", "type": "text[]"}]},
+    },
+    "transactions": [
+        {"changes": [{"insert": "public.accounts", "new": {"id": 2, "name": "bob", "amount": "3.00"}},
+                     {"update": "public.accounts", "key": {"id": 2}, "new": {"name": "robert"}},
+                     {"delete": "public.accounts", "key": {"id": 2}}]},
+    ],
+}
+
+#: The same on a real server.
+SCHEMA = [
+    "CREATE TABLE public.accounts (id int4 PRIMARY KEY, name text, amount numeric(10,2))",
+    "CREATE TABLE public.events (at timestamptz, kind varchar(20), n int8, ok bool, tags text[])",
+    "ALTER TABLE public.events REPLICA IDENTITY FULL",
+]
+WORKLOAD = [
+    "INSERT INTO public.accounts VALUES (2, 'bob', 3.00)",
+    "UPDATE public.accounts SET name = 'robert' WHERE id = 2",
+    "DELETE FROM public.accounts WHERE id = 2",
+]
+DDL = [
+    "DROP PUBLICATION IF EXISTS cmp_all",
+    "CREATE PUBLICATION cmp_all FOR ALL TABLES",
+    "CREATE PUBLICATION cmp_cols FOR TABLE public.accounts (id, name) WHERE (id > 1)",
+    "CREATE PUBLICATION cmp_ins FOR TABLE public.events WITH (publish = 'insert, update')",
+    "ALTER PUBLICATION cmp_ins ADD TABLE public.accounts",
+    "SELECT slot_name FROM pg_create_logical_replication_slot('cmp_slot', 'pgoutput')",
+]
+
+#: Catalog queries as clients write them; no answer may depend on an OID a server assigns.
+QUERIES = [
+    "SELECT format_type(23, -1), format_type(1043, 24), format_type(1700, 655366), format_type(1184, -1), "
+    "format_type(1009, -1), format_type(16, -1), format_type(1114, 3)",
+    "SELECT a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attisdropped, a.attlen "
+    "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'public' AND c.relname IN ('accounts', 'events') ORDER BY c.relname, a.attnum",
+    "SELECT a.attname, a.atttypid, a.atttypmod FROM pg_attribute a "
+    "WHERE a.attrelid = 'public.events'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+    "SELECT c.relname, c.relkind, c.relreplident, c.relnatts, c.relhasindex FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY c.relname",
+    "SELECT t.oid, t.typname, t.typlen, t.typbyval, t.typtype, t.typcategory, t.typelem, t.typarray FROM pg_type t "
+    "WHERE t.oid IN (16, 20, 23, 25, 1009, 1043, 1700, 1184) ORDER BY t.oid",
+    "SELECT i.indisprimary, i.indisunique, i.indkey, i.indnatts, i.indisreplident FROM pg_index i "
+    "JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname = 'accounts'",
+    "SELECT pubname, puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot "
+    "FROM pg_catalog.pg_publication ORDER BY pubname",
+    "SELECT * FROM pg_catalog.pg_publication_tables ORDER BY pubname, schemaname, tablename",
+    "SELECT p.pubname, c.relname, r.prattrs, pg_get_expr(r.prqual, r.prrelid) FROM pg_publication_rel r "
+    "JOIN pg_publication p ON p.oid = r.prpubid JOIN pg_class c ON c.oid = r.prrelid ORDER BY 1, 2",
+    "SELECT gpt.relid::regclass, gpt.attrs, pg_get_expr(gpt.qual, gpt.relid) FROM pg_publication p, "
+    "LATERAL pg_get_publication_tables(p.pubname) gpt WHERE p.pubname = 'cmp_cols'",
+    "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'cmp_all'",
+    "SELECT slot_name, plugin, slot_type, database, temporary, active, two_phase FROM pg_replication_slots",
+    "SELECT current_setting('wal_level'), current_setting('server_encoding'), current_setting('integer_datetimes')",
+    "SHOW wal_level",
+    "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.nspname IN ('public', 'pg_catalog') ORDER BY 1",
+    "SELECT pg_current_wal_lsn() IS NOT NULL AS has_position, current_database() = 'postgres'",
+]
+
+
+def _answers(dsn: str, setup: list[str]) -> list[Any]:
+    """Each query's column names, type OIDs and rows (text), over psycopg2 (simple protocol)."""
+    import psycopg2
+
+    out: list[Any] = []
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            for sql in setup:
+                cur.execute(sql)
+            for sql in QUERIES:
+                cur.execute(sql)
+                columns = [(d.name, d.type_code) for d in cur.description or ()]
+                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()]
+                out.append((sql, columns, rows))
+            cur.execute("SELECT pg_drop_replication_slot('cmp_slot')")
+            for pub in ("cmp_all", "cmp_cols", "cmp_ins"):
+                cur.execute(f"DROP PUBLICATION {pub}")
+    finally:
+        conn.close()
+    return out
+
+
+@pytest.fixture
+def fake() -> Iterator[Callable[[int], SyncFakeWalsender]]:
+    started: list[SyncFakeWalsender] = []
+
+    def start(major: int) -> SyncFakeWalsender:
+        server = SyncFakeWalsender(Scenario.from_dict({**SCENARIO, "server": {"version": f"{major}.4"}}))
+        server.__enter__()
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.__exit__(None, None, None)
+
+
+def _real(pg_server: Callable[..., Server], major: int) -> Server:  # noqa: F811
+    server = pg_server(major)
+    import psycopg2
+
+    conn = psycopg2.connect(server.dsn)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS public.accounts, public.events")
+        for sql in SCHEMA:
+            cur.execute(sql)
+    conn.close()
+    return server
+
+
+@pytest.mark.parametrize("major", [15, 16])
+def test_catalog_queries_answer_as_a_real_server(pg_server: Callable[..., Server], fake: Any,  # noqa: F811
+                                                 major: int) -> None:
+    real = _answers(_real(pg_server, major).dsn, DDL)
+    ours = _answers(fake(major).dsn, DDL)
+    differ = [(sql, real_cols, real_rows, our_cols, our_rows)
+              for (sql, real_cols, real_rows), (_, our_cols, our_rows) in zip(real, ours, strict=True)
+              if (real_cols, real_rows) != (our_cols, our_rows)]
+    assert not differ, "\n\n".join(f"{d[0]}\n  real: {d[1]} {d[2]}\n  fake: {d[3]} {d[4]}" for d in differ)
+
+
+# ------------------------------------------------------------------------------------------
+# The Go client's demo flow (jackc/pglogrepl, example/pglogrepl_demo/main.go)
+# ------------------------------------------------------------------------------------------
+
+
+class _RawClient:
+    """A v3 client on a socket: the messages pglogrepl's demo sends, in its order."""
+
+    def __init__(self, host: str, port: int, user: str, database: str) -> None:
+        self.sock = socket.create_connection((host, port), timeout=20)
+        self.reader = BackendReader()
+        self.sock.sendall(encode_message(StartupMessage(parameters=(
+            ("user", user), ("database", database), ("replication", "database")))))
+        self.until(ReadyForQuery)
+
+    def next(self) -> Any:
+        while True:
+            ev = self.reader.next_event()
+            if not isinstance(ev, NeedData):
+                return ev
+            data = self.sock.recv(65536)
+            if not data:
+                raise AssertionError("the server closed the connection")
+            self.reader.feed(data)
+
+    def until(self, kind: type) -> list[Any]:
+        out = []
+        while True:
+            msg = self.next()
+            out.append(msg)
+            if isinstance(msg, ErrorResponse):
+                raise AssertionError(dict(msg.fields))
+            if isinstance(msg, kind):
+                return out
+
+    def exec(self, sql: str) -> list[Any]:
+        self.sock.sendall(encode_message(Query(sql)))
+        return self.until(ReadyForQuery)
+
+
+def _go_demo(host: str, port: int, user: str, after_start: Callable[[], None] | None = None) -> list[str]:
+    c = _RawClient(host, port, user, "postgres")
+    try:
+        c.exec("DROP PUBLICATION IF EXISTS pglogrepl_demo;")
+        c.exec("CREATE PUBLICATION pglogrepl_demo FOR ALL TABLES;")
+        (row,) = [m for m in c.exec("IDENTIFY_SYSTEM") if isinstance(m, DataRow)]
+        xlogpos = row.values[2].decode()
+        c.exec("CREATE_REPLICATION_SLOT pglogrepl_demo TEMPORARY LOGICAL pgoutput ")
+        c.sock.sendall(encode_message(Query(
+            f"START_REPLICATION SLOT pglogrepl_demo LOGICAL {xlogpos} (proto_version '2', "
+            "publication_names 'pglogrepl_demo', messages 'true', streaming 'true')")))
+        c.until(CopyBothResponse)
+        if after_start is not None:
+            after_start()
+        decoder = PgOutputDecoder(protocol_version=2, streaming="on", messages=True)
+        kinds: list[str] = []
+        while "Commit" not in kinds:
+            msg = c.next()
+            if isinstance(msg, CopyData):
+                payload = decode_copy_data(msg.data)
+                if isinstance(payload, XLogData):
+                    kinds.append(type(decoder.decode(payload.data)).__name__)
+        return kinds
+    finally:
+        c.sock.close()
+
+
+def test_the_go_demo_flow_receives_the_same_on_the_fake_and_a_real_15(pg_server: Any,  # noqa: F811
+                                                                        fake: Any) -> None:
+    with_fake = _go_demo("127.0.0.1", fake(15).port, "postgres")
+    real = _real(pg_server, 15)
+
+    def workload() -> None:
+        import psycopg2
+
+        conn = psycopg2.connect(real.dsn)
+        conn.autocommit = False
+        with conn.cursor() as cur:
+            for sql in WORKLOAD:
+                cur.execute(sql)
+        conn.commit()
+        conn.close()
+
+    with_real = _go_demo(real.host, real.port, real.user, workload)
+    assert with_fake == with_real == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+
+
+# ------------------------------------------------------------------------------------------
+# A client creates its publication and slot by SQL, pg_recvlogical streams
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.clients
+def test_publication_and_slot_by_sql_then_pg_recvlogical_streams(tmp_path: Any, fake: Any) -> None:
+    import psycopg2
+
+    recvlogical = pg_program("pg_recvlogical")
+    if recvlogical is None:
+        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    server = fake(16)
+    conn = psycopg2.connect(server.dsn)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("CREATE PUBLICATION app_pub FOR TABLE public.accounts")
+        cur.execute("SELECT * FROM pg_create_logical_replication_slot('app_slot', 'pgoutput')")
+        (slot, lsn), = cur.fetchall()
+        cur.execute("SELECT pg_current_wal_lsn()")
+    conn.close()
+    out = tmp_path / "stream.bin"
+    history_end = server.state.history.end_lsn
+    end = f"{history_end >> 32:X}/{history_end & 0xFFFFFFFF:X}"
+    proc = subprocess.run([recvlogical, "-d", server.dsn, "-S", "app_slot", "--start", "--no-loop", "-E", end,
+                           "-o", "proto_version=1", "-o", "publication_names=app_pub", "-f", str(out)],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    payloads = [e.payload.data for e in server.transcript.stream()]
+    decoder = PgOutputDecoder(protocol_version=1)
+    assert [type(decoder.decode(p)).__name__ for p in payloads] == [
+        "Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+    queries = server.transcript.queries()
+    assert queries[:2] == ["CREATE PUBLICATION app_pub FOR TABLE public.accounts",
+                           "SELECT * FROM pg_create_logical_replication_slot('app_slot', 'pgoutput')"]
+    assert any(q.startswith("START_REPLICATION SLOT \"app_slot\" LOGICAL") or
+               q.startswith("START_REPLICATION SLOT app_slot LOGICAL") for q in queries)
+    print(server.transcript.text())
