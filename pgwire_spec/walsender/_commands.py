@@ -137,12 +137,7 @@ class _Commands:
 
     def _copy_out(self, ans: _sql.CopyOut) -> None:
         fmt = 1 if ans.binary else 0
-        # The tables as of now: their initial rows until the scenario's history has happened
-        # (see ServerState's WAL clock), then their rows at the end of it.
-        if self.server.happened:
-            rows = [r for t in ans.sources for r in self.server.history.final_rows(t.qualified_name)]
-        else:
-            rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
+        rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
         if ans.where is not None:
             rows = [r for r in rows if ans.where.matches(r)]
         if ans.binary:

@@ -216,12 +216,14 @@ class ServerState:
         # The WAL clock, one per server: every position a client is told (IDENTIFY_SYSTEM's
         # xlogpos, pg_current_wal_lsn(), a new slot's consistent point) is read from it, so
         # they come in the order a real server's WAL gives them. The scenario's transactions
-        # happen "after the slot": until a client first decodes (START_REPLICATION, the SQL
+        # happen after every slot: until a client first decodes (START_REPLICATION, the SQL
         # decoding functions) the clock stands before server.start_lsn, each slot created
-        # moving it on by a running-xacts record as LogicalDecodingContext creation does
-        # (snapbuild.c), never past start_lsn; then the history happens and the clock stands
-        # at its end, growing with keepalive ``advance``. A scenario slot already past
-        # start_lsn means the history has happened.
+        # moving it on by a running-xacts record as creating a logical decoding context does
+        # (snapbuild.c), never past start_lsn; then it stands at the history's end, growing
+        # with keepalive ``advance``. A slot created after that still gets a consistent point
+        # before the history (the fake replays it to every slot; table sync copies the initial
+        # rows), the one place where the order differs from a real server's. A scenario slot
+        # already past start_lsn means the history has happened.
         positions = [p for sl in self.slots.values() for p in (sl.confirmed_flush, sl.restart_lsn)]
         #: The history has happened (see above).
         self.happened = any(p > start for p in positions)
@@ -283,12 +285,13 @@ class ServerState:
         return self.wal_lsn
 
     def slot_position(self) -> int:
-        """A new slot's consistent point: at or after every position reported so far and,
-        before the history happened, at or before its first transaction."""
+        """A new slot's consistent point: at or before the history's first transaction (every
+        slot sees the scenario) and, until the history happened, at or after every position
+        reported so far."""
+        start = self.scenario.server.start_lsn
         if self.happened:
-            self.wal_lsn += _RUNNING_XACTS
-        else:
-            self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, self.scenario.server.start_lsn))
+            return min(self.wal_lsn, start)
+        self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, start))
         return self.wal_lsn
 
     def happen(self, end: int | None = None) -> None:

@@ -126,15 +126,10 @@ def test_selectors_connection_ordinal_application_name_slot_and_times() -> None:
                      extra_faults=[Fault("disconnect", after_messages=2, connection=2, times=None),
                                    Fault("reset", after_messages=1, application_name="victim")])
     results = []
-    # the slots exist before the scenario's transactions happen (the first stream), as on a
-    # real server where each slot sees only what commits after it
-    setup = Client(st)
-    setup.startup("replicator")
-    for slot in ("s1", "s2", "s3", "s4", "s5"):
-        setup.query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")
     for app, slot in [("a", "s1"), ("a", "s2"), ("victim", "s3"), ("victim", "s4"), ("a", "s5")]:
         c = Client(st)
         c.startup("replicator", application_name=app)
+        c.query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")
         out = c.query(START.replace(" s ", f" {slot} "))
         results.append((len(writes(out)), None if c.closed is None else c.closed.reset))
     full = results[0][0]
@@ -152,25 +147,15 @@ def test_parse_faults_errors() -> None:
             parse_faults(bad)
 
 
-def _replication_client(host: str, port: int, slot: str, *, create: bool = True) -> socket.socket:
+def _replication_client(host: str, port: int, slot: str) -> socket.socket:
     from pgwire_spec.wire import Query, StartupMessage, encode_message
 
     s = socket.create_connection((host, port), timeout=10)
     s.sendall(encode_message(StartupMessage(parameters=(("user", "replicator"), ("database", "postgres"),
                                                          ("replication", "database")))))
-    if create:
-        s.sendall(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")))
+    s.sendall(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")))
     s.sendall(encode_message(Query(START.replace(" s ", f" {slot} "))))
     return s
-
-
-def _create_slots(dsn: str, *slots: str) -> None:
-    """Slots created before any stream starts: each sees the scenario's transactions."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for slot in slots:
-            conn.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
 
 
 def _read_until_closed(s: socket.socket, timeout: float = 10) -> tuple[bytes, str]:
@@ -192,10 +177,9 @@ def test_crash_drops_every_connection_and_refuses_new_ones_for_a_while() -> None
     data = items(16, small=200, big=5, auth="trust", rollback_in_big=False)
     with SyncFakeWalsender(data, faults=[Fault("crash", after_messages=50, slot="victim", seconds=1.0)]) as fake:
         # two idle streams that already got everything, then the victim crashes the server
-        _create_slots(fake.dsn, "b0", "b1", "victim")
-        bystanders = [_replication_client(fake.host, fake.port, f"b{i}", create=False) for i in range(2)]
+        bystanders = [_replication_client(fake.host, fake.port, f"b{i}") for i in range(2)]
         time.sleep(0.5)
-        victim = _replication_client(fake.host, fake.port, "victim", create=False)
+        victim = _replication_client(fake.host, fake.port, "victim")
         outcomes = [_read_until_closed(s)[1] for s in [victim, *bystanders]]
         assert outcomes == ["rst", "rst", "rst"]
         # down for a second: the next connection is refused with 57P03

@@ -30,32 +30,19 @@ from pgwire_spec.wire import (
 from .scenarios import items
 
 
-def _hello(slot: str, user: str = "replicator", *, create: bool = True) -> bytes:
+def _hello(slot: str, user: str = "replicator") -> bytes:
     return b"".join(encode_message(m) for m in (
         StartupMessage(parameters=(("user", user), ("database", "postgres"), ("replication", "database"))),
-        *([Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")] if create else []),
+        Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')"),
         Query(f"START_REPLICATION SLOT {slot} LOGICAL 0/0 (proto_version '1', publication_names 'pub')"),
     ))
 
 
-def _create_slots(fake: FakeWalsender, *slots: str) -> None:
-    """Slots created before any stream runs: each sees the scenario's transactions, which
-    happen after them (on a real server a slot sees only what commits after it)."""
-    conn = fake.state.connect()
-    conn.receive_data(encode_message(StartupMessage(parameters=(
-        ("user", "replicator"), ("database", "postgres"), ("replication", "database")))))
-    for slot in slots:
-        conn.receive_data(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput")))
-    conn.next_action(0.0)
-    assert all(slot in fake.state.slots for slot in slots)
-    fake.state.forget(conn)
-
-
-async def _stream_to_end(host: str, port: int, slot: str, end: int, *, create: bool = True) -> int:
+async def _stream_to_end(host: str, port: int, slot: str, end: int) -> int:
     """A minimal replication client: stream until the position *end*, then CopyDone and
     Terminate; returns how many XLogData it got."""
     reader, writer = await asyncio.open_connection(host, port)
-    writer.write(_hello(slot, create=create))
+    writer.write(_hello(slot))
     backend = BackendReader()
     count = 0
     try:
@@ -94,11 +81,8 @@ def test_two_hundred_concurrent_replication_connections_each_stream_to_the_end()
 
     async def main() -> list[int]:
         async with FakeWalsender(scenario, record=False) as fake:
-            # every slot exists before the first stream: each then sees the scenario's
-            # transactions, which happen after it (as on a real server)
-            _create_slots(fake, *(f"s{i}" for i in range(n)))
-            return await asyncio.wait_for(asyncio.gather(*[
-                _stream_to_end(fake.host, fake.port, f"s{i}", end, create=False) for i in range(n)]), 120)
+            return await asyncio.wait_for(
+                asyncio.gather(*[_stream_to_end(fake.host, fake.port, f"s{i}", end) for i in range(n)]), 120)
 
     counts = asyncio.run(main())
     # every connection got the whole stream: B, I, C per small transaction, … up to the end
@@ -173,11 +157,10 @@ def test_malformed_input_on_one_connection_while_another_streams() -> None:
 
     async def main() -> tuple[int, list[Any], int]:
         async with FakeWalsender(scenario) as fake:
-            _create_slots(fake, "good", "after")
-            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end, create=False))
+            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end))
             bad = await garbage(fake.host, fake.port)
             count = await asyncio.wait_for(streaming, 60)
-            again = await _stream_to_end(fake.host, fake.port, "after", end, create=False)
+            again = await _stream_to_end(fake.host, fake.port, "after", end)
             return count, bad, again
 
     count, bad, again = asyncio.run(main())
