@@ -41,9 +41,11 @@ PAD = "x" * 40
 
 def recvlogical(binary: str, dsn: str, slot: str, endpos: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([binary, "-d", dsn, "-S", slot, "--no-loop", "--start", "-o", "proto_version=1", "-o",
-                    "publication_names=pub", "-E", endpos, "-F", "0", "-f", "/dev/null"],
-                   check=True, capture_output=True, timeout=600)
+    proc = subprocess.run([binary, "-d", dsn, "-S", slot, "--no-loop", "--start", "-o", "proto_version=1", "-o",
+                           "publication_names=pub", "-E", endpos, "-F", "0", "-f", "/dev/null"],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"pg_recvlogical -S {slot} on {dsn} failed: {proc.stderr.strip()}")
     return time.perf_counter() - t0
 
 

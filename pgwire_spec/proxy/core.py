@@ -220,6 +220,8 @@ class ProxySession:
         self._front = FrontendReader()
         self._fbuf = bytearray()
         self._bbuf = bytearray()
+        #: how many bytes at the head of _bbuf the client already has (see passthrough)
+        self._ahead = 0
         self._opaque = False  # a side sent what cannot be framed: bytes pass through unread
         self.exchanges: list[Exchange] = []
         self.index = 0  # messages seen, both directions
@@ -357,17 +359,33 @@ class ProxySession:
         self._asked.clear()
 
     # -- server to client ------------------------------------------------------------------
-    def from_server(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
+    def passthrough(self) -> bool:
+        """Whether the shell may hand the server's next bytes to the client before this
+        core reads them (``from_server(…, forwarded=True)``): a stream runs and no fault can
+        act on it."""
+        st = self.stream
+        if st is None or st.faults or self.pending_faults or self._ahead != len(self._bbuf):
+            return False
+        book = self.state.faults
+        return all(i in book.removed or (f.times is not None and book.fired[i] >= f.times)
+                   for i, f in enumerate(book.faults))
+
+    def from_server(self, data: bytes, now: float, *, forwarded: bool = False) -> list[Forward | Close | Pause]:
         """Frame what the server sent (every backend message is typed: tag, length), check
-        and record each message, forward them. A replication stream's CopyData are read in
-        place (no message objects): this is the proxy's hot path."""
+        and record each message, forward them (unless the shell already did: *forwarded*,
+        see :meth:`passthrough`). A replication stream's CopyData are read in place (no
+        message objects): this is the proxy's hot path."""
+        if forwarded:
+            self.bytes_to_client += len(data)
         if self._opaque or not data:
-            return [Forward("client", data)] if data else []
+            return [Forward("client", data)] if data and not forwarded else []
         buf = self._bbuf
         buf += data
         n = len(buf)
         pos = 0
-        done = 0  # bytes up to here are handed out (forwarded, or replaced by a fault's output)
+        # bytes up to here are handed out (forwarded, or replaced by a fault's output); the
+        # shell may have forwarded the head of the buffer already (passthrough)
+        done = n if forwarded else self._ahead
         out: list[Forward | Close | Pause] = []
         record = self.state.record
         while n - pos >= 5:
@@ -388,7 +406,7 @@ class ProxySession:
                 self.index += 1
                 if record:
                     self.exchanges.append(Exchange("B", bytes(buf[pos:end]), now))
-                if st.faults:
+                if st.faults and done <= pos:
                     if pos > done:
                         out.append(Forward("client", bytes(buf[done:pos])))
                     acts = self._server_copy(st, index, bytes(buf[pos:end]), now)
@@ -396,6 +414,7 @@ class ProxySession:
                     out.extend(acts)
                     if any(isinstance(a, Close) for a in acts):
                         del buf[:]
+                        self._ahead = 0
                         return out
                 else:
                     self._check_copy(st, index, buf, pos, end, now)
@@ -424,11 +443,14 @@ class ProxySession:
             pos = end
         if pos > done:
             out.append(Forward("client", bytes(buf[done:pos])))
+            done = pos
         if pos:
             del buf[:pos]
-        for f in out:
-            if isinstance(f, Forward):
-                self.bytes_to_client += len(f.data)
+        self._ahead = done - pos  # what is left in the buffer and was forwarded already
+        if not forwarded:
+            for f in out:
+                if isinstance(f, Forward):
+                    self.bytes_to_client += len(f.data)
         return out
 
     def _start_stream(self, now: float) -> None:

@@ -282,7 +282,12 @@ class ReplicationProxy:
                 waker.cancel()
                 data = read.result()
                 received = loop.time()
-                out = session.from_server(data, received)
+                if data and not shaped and session.passthrough():
+                    # nothing can change these bytes: the client gets them before they are checked
+                    writer.write(data)
+                    out = session.from_server(data, received, forwarded=True)
+                else:
+                    out = session.from_server(data, received)
                 self._note(session)
                 if delayed is not None:
                     # a pipeline: each chunk leaves `latency` after it arrived, the next is read meanwhile

@@ -135,3 +135,36 @@ def test_faults_by_kind_position_and_modifiers() -> None:
     assert pauses == [Pause(1.5)] and isinstance(out[-1], Close) and out[-1].reset
     with pytest.raises(ValueError, match="the proxy plays"):
         ProxyState([Fault("shutdown", after_messages=1)])
+
+
+def test_passthrough_and_faults_added_midway_keep_the_byte_stream_whole() -> None:
+    """The shell forwards a running stream's bytes before the core reads them when no
+    fault can act; split anywhere, with a fault added in the middle, the client still gets
+    every message whole, once (plus the duplicate the fault asked for)."""
+    from pgwire_spec.wire import BackendReader
+
+    msgs = _messages()
+    for size in (7, 64, 1000):
+        state = ProxyState()
+        s = state.connect()
+        for d, raw in msgs[:27]:  # up to the CopyBothResponse and the first keepalive
+            (s.from_client if d == "F" else s.from_server)(raw, 0.0)
+        rest = b"".join(r for d, r in msgs[27:] if d == "B")
+        client = b""
+        passed = 0
+        for i in range(0, len(rest), size):
+            chunk = rest[i:i + size]
+            if i >= len(rest) // 2 and not state.faults.faults:
+                state.add_fault(Fault("duplicate", after_messages=0), now=0.0)
+            if s.passthrough():
+                passed += 1
+                client += chunk
+                s.from_server(chunk, 0.0, forwarded=True)
+            else:
+                client += _to(s.from_server(chunk, 0.0), "client")
+        reader = BackendReader()
+        reader.feed(client)
+        got = [m for m in reader]
+        assert reader.buffered == 0 and passed > 0
+        assert len(got) == sum(d == "B" for d, _ in msgs[27:]) + 1, size
+        assert state.faults.fired == [1] and state.violations == []
