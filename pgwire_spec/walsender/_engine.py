@@ -515,14 +515,16 @@ class SqlEngine:
         return {11: "pg_catalog", 2200: "public"}.get(oid, str(oid))
 
     # -- statements -------------------------------------------------------------------------
-    def execute(self, conn: Connection, sql: str) -> Answer:
+    def execute(self, conn: Connection, sql: str, params: Sequence[str | None] = ()) -> Answer:
+        """The answer to one statement; *params* are the text values of ``$1``, ``$2`` …
+        (the extended protocol's Bind), substituted as literals of unknown type."""
         try:
             parsed = parse_sql(sql)
         except ParseError as exc:
             raise ServerError("42601", str(exc.args[0]) if exc.args else "syntax error") from None
         if len(parsed) != 1:
             raise unsupported(sql)
-        stmt = parsed[0].stmt
+        stmt = _Params(params)(parsed[0].stmt)
         if isinstance(stmt, ast.SelectStmt):
             return self._select(conn, stmt)
         if isinstance(stmt, ast.CreatePublicationStmt):
@@ -782,6 +784,22 @@ def _engine_error(exc: Exception, sql: str) -> ServerError:
         return exc
     return ServerError("0A000", f"the fake walsender cannot answer this query: {text}",
                        detail=f"Query: {sql[:200]}")
+
+
+class _Params(visitors.Visitor):  # type: ignore[misc]
+    """``$n`` replaced by the n-th parameter's text (NULL for None)."""
+
+    def __init__(self, params: Sequence[str | None]) -> None:
+        super().__init__()
+        self.params = params
+
+    def visit_ParamRef(self, ancestors: Any, node: ast.ParamRef) -> Any:
+        if not 1 <= node.number <= len(self.params):
+            raise ServerError("42P02", f"there is no parameter ${node.number}")
+        value = self.params[node.number - 1]
+        if value is None:
+            return ast.A_Const(isnull=True)
+        return ast.A_Const(isnull=False, val=ast.String(sval=value))
 
 
 class _Rewriter(visitors.Visitor):  # type: ignore[misc]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from pgwire_spec.lsn import parse_lsn
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from pgwire_spec.walsender import ServerState
+from pgwire_spec.walsender.personas import ServerError
 from pgwire_spec.walsender.scenario import Scenario
 from pgwire_spec.wire import (
     CommandComplete,
@@ -87,6 +89,18 @@ def test_format_type_and_the_attributes_of_each_relation() -> None:
     out = _ok(c.query("SELECT current_setting('wal_level'), version() LIKE 'PostgreSQL 16%', current_user"))
     assert _rows(out) == [("logical", "t", "postgres")]
     assert _ok(c.query("SHOW wal_level"))
+
+
+def test_parameters_for_the_extended_protocol() -> None:
+    state = _state()
+    c = _client(state)
+    ans = state.sql.execute(c.conn, "SELECT format_type($1, $2), $3 IS NULL AS missing", ["1043", "24", None])
+    assert ans.rows == (("character varying(20)", "t"),)  # type: ignore[union-attr]
+    ans = state.sql.execute(c.conn, "SELECT * FROM pg_create_logical_replication_slot($1, 'pgoutput')", ["p"])
+    assert ans.rows[0][0] == "p" and "p" in state.slots  # type: ignore[union-attr]
+    with pytest.raises(ServerError) as info:
+        state.sql.execute(c.conn, "SELECT $2", ["x"])
+    assert info.value.sqlstate == "42P02"
 
 
 def test_result_shapes_follow_the_persona_major() -> None:
@@ -237,7 +251,7 @@ def test_the_go_client_demo_flow_receives_the_scenario() -> None:
 _CALLS = st.lists(st.sampled_from(["identify", "create", "wal_lsn", "start"]), min_size=1, max_size=8)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=_CALLS)
 def test_positions_come_in_a_real_servers_order(calls: list[str]) -> None:
     """The server's positions (xlogpos, pg_current_wal_lsn(), consistent points until the
