@@ -30,13 +30,16 @@ class Run:
     """What happened while one case ran: the transcript's entries, the LSNs the client
     reported applied (``(seconds since the server started, lsn)``, in order), the client's
     exit status (None when it was still running at the end of the window and was stopped),
-    the window's length in seconds and the case's parameters."""
+    the window's length in seconds, the case's parameters and when the runner stopped it."""
 
     entries: Sequence[Entry]
     applied: Sequence[tuple[float, int]] = ()
     exit_code: int | None = None
     window: float = 0.0
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: When the runner began stopping the client (seconds since the server started; None
+    #: when the client exited on its own): closes from then on are not the client's doing.
+    stopped: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,8 @@ def _keepalive_answered(run: Run) -> tuple[str, str, int | None]:
     timeout = float(run.params.get("reply_timeout", REPLY_TIMEOUT))
     entries = run.entries
     end = entries[-1].time if entries else 0.0
+    if run.stopped is not None:
+        end = min(end, run.stopped)
     asked = 0
     for i, e in enumerate(entries):
         if not (e.direction == "B" and _tag(e) == "k" and e.payload.reply_requested):
@@ -155,7 +160,7 @@ def _keepalive_answered(run: Run) -> tuple[str, str, int | None]:
         for later in entries[i + 1:]:
             if later.connection != e.connection:
                 continue
-            if later.time - e.time > timeout:
+            if later.time - e.time > timeout or (run.stopped is not None and later.time >= run.stopped):
                 break
             if (later.direction == "F" and _tag(later) == "r") or later.event in ("closed", "reset"):
                 answered = True  # a closed connection owes no answer
@@ -310,6 +315,44 @@ def _start_lsn(sql: str) -> int | None:
     return None
 
 
+def _shutdown(run: Run) -> tuple[str, str, int | None]:
+    """When the server ends the stream as a shutting-down walsender does (CopyDone), the
+    client answers CopyDone or closes the connection; it does not keep the connection open
+    in silence (protocol docs, 53.4 START_REPLICATION: "the server … will send CopyDone";
+    walsender.c WalSndDone waits for the client's CopyDone)."""
+    timeout = float(run.params.get("reply_timeout", REPLY_TIMEOUT))
+    entries = run.entries
+    end = entries[-1].time if entries else 0.0
+    for i, e in enumerate(entries):
+        if e.event != "fault:shutdown":
+            continue
+        for later in entries[i + 1:]:
+            if later.connection != e.connection:
+                continue
+            if later.time - e.time > timeout or (run.stopped is not None and later.time >= run.stopped):
+                break
+            if later.direction == "F" and _is(later, "CopyDone"):
+                return ("passed", f"answered the server's CopyDone with CopyDone after "
+                                  f"{later.time - e.time:.3f} s", None)
+            if later.event in ("closed", "reset"):
+                return ("passed", "closed the connection after the server's CopyDone (without its own "
+                                  "CopyDone)", None)
+        if min(end, run.stopped if run.stopped is not None else end) - e.time < timeout:
+            return ("not applicable", "the window ended before the client could answer", None)
+        return ("failed", f"neither CopyDone nor a close within {timeout:g} s of the server's CopyDone: the "
+                          f"connection hangs", i)
+    return ("not applicable", "the client never reached the point where the server shuts down", None)
+
+
+def _shutdown_scenario(slot: str) -> dict[str, Any]:
+    return _base(slot, transactions=_txns(3), keepalive={"interval": 0.5},
+                 faults=[{"action": "shutdown", "kind": "Commit", "after_messages": 2}])
+
+
+def _shutdown_judged(run: Run) -> bool:
+    return _shutdown(run)[0] == "passed"
+
+
 #: Connection attempts per second above which a client hammering a refusing server is a
 #: hot loop (pg_recvlogical waits 5 s between attempts; libpq-based retry loops 1 s or more).
 HOT_LOOP_RATE = 2.0
@@ -423,7 +466,9 @@ CASES: tuple[ClientCase, ...] = (
                _positions_scenario, _positions_sane, window=5.0, done=_all_received, grace=2.5),
     ClientCase("reset-resume", "after a reset mid-transaction: resume at or before the confirmed flush, "
                                "nothing lost or duplicated",
-               _reset_scenario, _resume, window=9.0, done=_resumed_in_full),
+               _reset_scenario, _resume, window=9.0, done=_resumed_in_full, grace=2.0),
+    ClientCase("shutdown", "server shutting down (CopyDone from the server): CopyDone back, or a close",
+               _shutdown_scenario, _shutdown, window=4.0, done=_shutdown_judged),
     ClientCase("slot-missing", "slot missing (42704): exit, or retry with backoff",
                _missing_scenario, _backoff("42704"), window=3.0),
     ClientCase("slot-active", "slot active (55006): exit, or retry with backoff",

@@ -114,6 +114,7 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
         for r in readers:
             r.start()
         exit_code: int | None = None
+        stopped: float | None = None
         try:
             while time.monotonic() - t0 < c.window:
                 code = proc.poll()
@@ -129,6 +130,7 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
         finally:
             window = time.monotonic() - t0
             if proc.poll() is None:
+                stopped = time.monotonic() - started
                 proc.terminate()
                 try:
                     proc.wait(timeout=5)
@@ -138,7 +140,7 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
             for r in readers:
                 r.join(timeout=5)
         entries = fake.call(lambda: list(fake.transcript.entries))
-    run = Run(entries, tuple(applied), exit_code, window, params)
+    run = Run(entries, tuple(applied), exit_code, window, params, stopped)
     return c.grade(run), list(errors)
 
 

@@ -11,7 +11,7 @@ from pgwire_spec.clientconf import CASES, Run, case, parse_hook_line
 from pgwire_spec.pgoutput.messages import Begin, Commit
 from pgwire_spec.replication.messages import PrimaryKeepalive, StandbyStatusUpdate, XLogData
 from pgwire_spec.walsender import Entry
-from pgwire_spec.wire import CopyBothResponse, ErrorResponse, Query
+from pgwire_spec.wire import CopyBothResponse, CopyDone, ErrorResponse, Query
 
 BASE = 0x1500000
 
@@ -88,6 +88,17 @@ def test_reset_resume() -> None:
     assert status("reset-resume", first + again[:2]) == "failed"                       # b never in full
     assert status("reset-resume", first + again, applied=((0.1, a + 0x30), (1.1, a + 0x30))) == "failed"
     assert status("reset-resume", first[:3]) == "not applicable"
+
+
+def test_shutdown() -> None:
+    down = [k(0.1, BASE), Entry(1, "B", 0.5, event="fault:shutdown"), Entry(1, "B", 0.5)]
+    assert status("shutdown", down + [Entry(1, "F", 0.6, CopyDone()), k(4, BASE, conn=2)]) == "passed"
+    assert status("shutdown", down + [Entry(1, "F", 0.6, event="closed"), k(4, BASE, conn=2)]) == "passed"
+    assert status("shutdown", down + [r(1.0, BASE), k(4, BASE, conn=2)]) == "failed"
+    # a close the runner caused (stopping the client) is not the client's answer
+    assert status("shutdown", down + [Entry(1, "F", 3.0, event="closed")], stopped=3.0) == "failed"
+    assert status("shutdown", down + [Entry(1, "F", 1.0, event="closed")], stopped=1.0) == "not applicable"
+    assert status("shutdown", down[:1]) == "not applicable"
 
 
 @pytest.mark.parametrize(("cid", "code"), [("slot-missing", "42704"), ("slot-active", "55006")])

@@ -1,7 +1,8 @@
 """A planted misbehaving replication client: the one the client-conformance catalogue must
 catch. It acknowledges each transaction (flush = the Commit's end LSN) as soon as the
-Commit arrives and reports it applied (the applied hook) 1.5 s later; it never answers a
-keepalive, replyRequested or not, and sends no other feedback. Otherwise it is careful:
+Commit arrives and reports it applied (the applied hook) 1.5 s later; it reads nothing but
+XLogData: it never answers a keepalive, replyRequested or not, sends no other feedback, and
+ignores the server's CopyDone. Otherwise it is careful:
 after an error or a dropped connection it waits a second and resumes from what it
 acknowledged.
 

@@ -1,7 +1,7 @@
 """A logical replication client written the way psycopg2's documentation shows it
 (LogicalReplicationConnection, consume_stream, send_feedback(flush_lsn=msg.data_start)),
 plus the applied hook: one JSON line per Commit, {"applied": "<end LSN>"}. Reconnects
-after any error, one second apart.
+after any error (closing the old connection), one second apart.
 
 Usage: psycopg2_client.py DSN SLOT
 """
@@ -18,6 +18,7 @@ import psycopg2.extras
 def main() -> None:
     dsn, slot = sys.argv[1], sys.argv[2]
     while True:
+        conn = None
         try:
             conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
             cur = conn.cursor()
@@ -34,6 +35,8 @@ def main() -> None:
             cur.consume_stream(consume)
         except psycopg2.Error as exc:
             print(f"error: {exc}".strip(), file=sys.stderr, flush=True)
+            if conn is not None:
+                conn.close()
             time.sleep(1)
 
 
