@@ -100,3 +100,22 @@ def test_psycopg2_documented_pattern(results: dict[str, ClientResult]) -> None:
     resume = next(g for g in r.grades if g.case == "reset-resume")
     assert "twice" in resume.reason
     assert grades == dict.fromkeys(grades, "passed"), _explain(r)
+
+
+def test_reports(results: dict[str, ClientResult], tmp_path: Path) -> None:
+    import json
+    from xml.etree import ElementTree as ET
+
+    from pgwire_spec.clientconf import write_reports
+
+    paths = write_reports(list(results.values()), tmp_path)
+    suites = ET.parse(paths["junit"]).getroot()
+    for suite in suites:
+        r = results[suite.get("name", "")]
+        assert int(suite.get("failures", "-1")) == r.count("failed")
+        failed = {tc.get("name") for tc in suite if tc.find("failure") is not None}
+        assert failed == {g.case for g in r.grades if g.status == "failed"}
+    index = json.loads(paths["index"].read_text())
+    assert [c["name"] for c in index["clients"]] == list(results)
+    planted = index["clients"][2]["grades"]
+    assert all(g["evidence"] for g in planted if g["status"] == "failed")
