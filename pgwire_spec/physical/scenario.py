@@ -20,15 +20,17 @@ directory, then in ``fixtures/physical/`` of the source tree.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .._resources import fixtures_dir
-from ..walsender.scenario import ScenarioError
+from ..walsender.replay import _find, read_recording
+from ..walsender.scenario import ScenarioError, check_bounds
 from ..walsender.scenario import lsn_value as _lsn
 from .backup import BackupSource
-from .recording import PhysicalRecording, read_recording
+from .recording import PhysicalRecording, parse_recording
 from .serve import PhysicalSource
 
 __all__ = ["load_physical", "FIXTURES"]
@@ -38,24 +40,45 @@ FIXTURES = fixtures_dir() / "physical"
 _KEYS = ("recording", "split", "slots", "backup")
 
 
-def _recording(path: str, value: Any) -> PhysicalRecording:
+def _recording(path: str, value: Any, base: Path | None, roots: tuple[Path, ...] | None) -> PhysicalRecording:
     if isinstance(value, PhysicalRecording):
         return value
     if not isinstance(value, (str, Path)):
         raise ScenarioError(path, "the path of a physical recording (.json.gz)", repr(value))
     p = Path(value)
-    if not p.exists() and (FIXTURES / p.name).exists():
+    if not p.is_absolute() and not p.exists() and not (base is not None and (base / p).exists()) \
+            and (FIXTURES / p.name).exists():
         p = FIXTURES / p.name
-    from ..capture.fixture import FixtureError
+    else:
+        p = _find(p, base, roots, path)
+    # The same bounds as a replay's file: a regular file, at most MAX_RECORDING_BYTES once
+    # gunzipped, JSON of bounded nesting and size; then the recording's own structure.
+    raw = read_recording(p, path)
+    try:
+        doc = json.loads(raw)
+    except RecursionError:
+        raise ScenarioError(path, "JSON nested at most a few hundred levels", "deeper nesting") from None
+    except ValueError as exc:
+        raise ScenarioError(path, "a physical recording (JSON, optionally gzip-compressed)", str(exc)[:200]) from None
+    check_bounds(doc, path)
+    from ..capture.fixture import FixtureError  # the capture package imports psycopg: not at import time
 
     try:
-        return read_recording(p)
+        return parse_recording(doc, p)
     except FixtureError as exc:
         raise ScenarioError(path, "a physical recording (pgwire-spec capture --physical)", str(exc)) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of the wrong JSON type
+        raise ScenarioError(path, "a physical recording (pgwire-spec capture --physical)",
+                            f"{type(exc).__name__}: {exc}"[:200]) from None
 
 
-def load_physical(data: Any, path: str = "physical") -> PhysicalSource:
-    """A :class:`PhysicalSource` from the section's YAML/JSON form (or one given whole)."""
+def load_physical(data: Any, path: str = "physical", *, base: Path | None = None,
+                  roots: tuple[Path, ...] | None = None) -> PhysicalSource:
+    """A :class:`PhysicalSource` from the section's YAML/JSON form (or one given whole).
+
+    Relative paths are looked up from the current directory, then *base* (the scenario
+    file's folder), then the shipped recordings; with *roots*, a recording or backup
+    directory must lie under one of them or the shipped corpus, as a replay's file must."""
     if isinstance(data, PhysicalSource):
         return data
     if isinstance(data, (str, Path, PhysicalRecording)):
@@ -67,7 +90,7 @@ def load_physical(data: Any, path: str = "physical") -> PhysicalSource:
         raise ScenarioError(path, f"keys among {', '.join(_KEYS)}", f"unknown key {unknown[0]!r}")
     if "recording" not in data:
         raise ScenarioError(path, "the key 'recording'", "it missing")
-    rec = _recording(f"{path}.recording", data["recording"])
+    rec = _recording(f"{path}.recording", data["recording"], base, roots)
     split = data.get("split", "caught-up")
     if split not in ("caught-up", "recorded"):
         raise ScenarioError(f"{path}.split", "caught-up or recorded", repr(split))
@@ -93,6 +116,8 @@ def load_physical(data: Any, path: str = "physical") -> PhysicalSource:
         directory = Path(str(b["directory"]))
         if not directory.is_dir() and not directory.is_absolute() and (FIXTURES / directory).is_dir():
             directory = FIXTURES / directory
+        else:
+            directory = _find(directory, base, roots, f"{path}.backup.directory")
         if not directory.is_dir():
             raise ScenarioError(f"{path}.backup.directory", "an existing directory", str(directory))
         timeline = b.get("timeline")

@@ -873,7 +873,8 @@ class _Loader:
         if data.get("physical") is not None:
             from ..physical.scenario import load_physical
 
-            physical = load_physical(data["physical"], "physical")
+            roots = None if self.allow is None or self.base is None else (self.base, *self.allow)
+            physical = load_physical(data["physical"], "physical", base=self.base, roots=roots)
             if isinstance(server_data, Mapping):
                 server_data = {**physical.server_defaults(), **server_data}
         server = self.server(server_data)

@@ -119,3 +119,40 @@ def test_a_recording_larger_than_the_limit_is_refused_unread(tmp_path: Path,
     assert os.path.getsize(tmp_path / "bomb.json.gz") < 1 << 12
     err = _error(_file(tmp_path, "replay: {fixture: bomb.json.gz}\n"))
     assert "decompressed" in err.expected
+
+
+# -- a scenario's physical recording is read with the same bounds ----------------------------
+
+def test_a_physical_recording_that_is_a_device_is_refused_unread(tmp_path: Path) -> None:
+    err = _error(_file(tmp_path, "physical: {recording: /dev/zero}\n"), allow_paths=["/dev"])
+    assert "physical.recording" in str(err) and "regular" in str(err)
+
+
+def test_a_physical_recording_outside_the_scenarios_folder_needs_allowing(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "rec.json").write_text("{}")
+    inside = tmp_path / "scenarios"
+    inside.mkdir()
+    err = _error(_file(inside, "physical: {recording: ../elsewhere/rec.json}\n"))
+    assert "allow" in str(err)
+    # allowed, it is read, and then its structure is what is wrong
+    err = _error(_file(inside, "physical: {recording: ../elsewhere/rec.json}\n"), allow_paths=[outside])
+    assert "physical recording" in str(err)
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"format": "pgwire-spec/physical-recording", "wal": 5}',
+    b"\x1f\x8b\x08\x00garbage",
+    b"not json",
+], ids=["deep", "wrong-types", "bad-gzip", "not-json"])
+def test_a_hostile_physical_recording_is_a_scenario_error(tmp_path: Path, body: bytes) -> None:
+    (tmp_path / "rec.json").write_bytes(body)
+    err = _error(_file(tmp_path, "physical: {recording: rec.json}\n"))
+    assert "physical.recording" in str(err)
+
+
+def test_the_shipped_physical_recording_still_loads_by_name(tmp_path: Path) -> None:
+    scenario = load_scenario(_file(tmp_path, "physical: {recording: pg15-timeline-switch.json.gz}\n"))
+    assert scenario.physical is not None
