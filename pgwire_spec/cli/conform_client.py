@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..clientconf import CASES, case, print_grades, run_client, write_reports
+    from ..clientconf import CASES, Grade, case, print_grades, run_client, write_reports
 
     if args.list:
         for c in CASES:
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pgwire-spec conform-client: error: {exc.args[0]}", file=sys.stderr)
         return 2
 
-    def progress(g: object) -> None:
+    def progress(g: Grade) -> None:
         print(f"  {g.case}: {g.status}", file=sys.stderr, flush=True)
 
     result = run_client(args.client_cmd, name=args.name, cases=cases, slot=args.slot, progress=progress)

@@ -232,7 +232,7 @@ def _positions_sane(run: Run) -> tuple[str, str, int | None]:
         for name, old, new in zip(("write", "flush", "apply"), before, now):
             if new and new < old:
                 return ("failed", f"the {name} position went backwards: {format_lsn(old)} then {format_lsn(new)}", i)
-        last[e.connection] = tuple(max(o, n) for o, n in zip(before, now))  # type: ignore[assignment]
+        last[e.connection] = (max(before[0], now[0]), max(before[1], now[1]), max(before[2], now[2]))
         for name, new in zip(("write", "flush", "apply"), now):
             if new > sent_top:
                 return ("failed", f"the {name} position {format_lsn(new)} is ahead of everything the server sent "
