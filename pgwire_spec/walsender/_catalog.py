@@ -22,12 +22,13 @@ from ._relsync import publication_tables
 from .scenario import Scenario, Table
 from .types import ColumnType
 
-__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "catalog_rows", "columns_of", "format_type", "TYPE_OIDS",
+__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "catalog_rows", "columns_of", "format_type", "type_size", "TYPE_OIDS",
            "DATABASE_OID", "PUBLIC_OID", "PG_CATALOG_OID"]
 
 #: OIDs of the result types the catalog uses (pg_type.dat).
 TYPE_OIDS = {name: oid for name, (oid, _) in BUILTIN_TYPES.items()} | {
-    "_name": 1003, "_text": 1009, "_int2": 1005, "pg_node_tree": 194, "regclass": 2205, "record": 2249,
+    "_name": 1003, "_text": 1009, "_int2": 1005, "pg_node_tree": 194, "regclass": 2205, "regtype": 2206,
+    "regnamespace": 4089, "regproc": 24, "record": 2249,
     "void": 2278, "cid": 29, "_char": 1002,
 }
 
@@ -139,7 +140,8 @@ class SlotRow:
 # Sizes and categories of the built-in types (pg_type.dat: typlen, typbyval, typcategory).
 _FIXED = {"bool": 1, "char": 1, "name": 64, "int8": 8, "int2": 2, "int4": 4, "oid": 4, "tid": 6, "xid": 4,
           "cid": 4, "float4": 4, "float8": 8, "money": 8, "macaddr": 6, "point": 16, "date": 4, "time": 8,
-          "timestamp": 8, "timestamptz": 8, "interval": 16, "timetz": 12, "uuid": 16, "pg_lsn": 8}
+          "timestamp": 8, "timestamptz": 8, "interval": 16, "timetz": 12, "uuid": 16, "pg_lsn": 8,
+          "regclass": 4, "regtype": 4, "regnamespace": 4, "regproc": 4, "void": 4}
 _BYVAL = {"bool", "char", "int8", "int2", "int4", "oid", "xid", "cid", "float4", "float8", "money", "date",
           "time", "timestamp", "timestamptz", "pg_lsn"}
 _CATEGORY = {"bool": "B", "int2": "N", "int4": "N", "int8": "N", "oid": "N", "float4": "N", "float8": "N",
@@ -153,6 +155,12 @@ _SQL_NAMES = {"bool": "boolean", "int2": "smallint", "int4": "integer", "int8": 
               "timestamp": "timestamp without time zone", "timestamptz": "timestamp with time zone",
               "time": "time without time zone", "timetz": "time with time zone", "varbit": "bit varying",
               "char": '"char"'}
+
+
+def type_size(oid: int) -> int:
+    """pg_type.typlen of a built-in type (RowDescription's data type size); -1 if variable."""
+    name = type_name(oid) or _OTHER_TYPE_NAMES.get(oid)
+    return _FIXED.get(name or "", -1)
 
 
 def format_type(oid: int | None, typmod: int | None, user_types: Mapping[int, ColumnType] = {}) -> str | None:

@@ -24,6 +24,7 @@ from ..wire import (
 )
 from . import _sql
 from ._base import Close, SlotState
+from ._catalog import type_size
 from ._history import _Tables
 from .personas import ServerError
 from .stream import CommandSource
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from .core import ServerState
 
 
-_TYPE_SIZES = {16: 1, 18: 1, 19: 64, 20: 8, 21: 2, 23: 4, 26: 4, 1700: -1}
 
 
 
@@ -129,7 +129,7 @@ class _Commands:
 
     def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str) -> None:
         self.send(RowDescription(tuple(
-            FieldDescription(name, 0, 0, oid, _TYPE_SIZES.get(oid, -1), -1, 0) for name, oid in columns)))
+            FieldDescription(name, 0, 0, oid, type_size(oid), -1, 0) for name, oid in columns)))
         for row in rows:
             self.send(DataRow(tuple(None if v is None else (v if isinstance(v, bytes) else v.encode())
                                     for v in row)))

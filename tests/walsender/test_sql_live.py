@@ -119,7 +119,7 @@ def _answers(dsn: str, setup: list[str]) -> list[Any]:
                 cur.execute(sql)
             for sql in QUERIES:
                 cur.execute(sql)
-                columns = [(d.name, d.type_code) for d in cur.description or ()]
+                columns = [(d.name, d.type_code, d.internal_size) for d in cur.description or ()]
                 rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()]
                 out.append((sql, columns, rows))
             cur.execute("SELECT pg_drop_replication_slot('cmp_slot')")
