@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import _ir
+from . import _ir, majors
 
 __all__ = ["Entry", "Facts", "MAJORS", "Layer", "lower_layer"]
 
-#: The server majors the package knows (fixtures, personas, providers).
-MAJORS = range(10, 19)
+#: The server majors the package knows (the per-major table).
+MAJORS = majors.known()
 
 Layer = Literal["pgoutput", "replication", "wire"]
 Sender = Literal["backend", "frontend", "both"]

@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from .. import majors
 from ..lsn import format_lsn
 from ..replication import commands as c
 
@@ -44,8 +45,8 @@ _quoted = st.text(_quoted_chars, min_size=1, max_size=12).filter(lambda s: len(s
 
 @st.composite
 def _ws(draw: st.DrawFn, major: int, optional: bool = False) -> str:
-    """Whitespace between tokens: space, tab, CR, LF, FF (VT only from 17 on)."""
-    chars = " \t\r\n\f" + ("\v" if major >= 17 else "")
+    """Whitespace between tokens: the major's (space, tab, CR, LF, FF; VT from 17 on)."""
+    chars = majors.major(major).whitespace
     if optional and draw(st.booleans()):
         return ""
     return draw(st.one_of(st.just(" "), st.text(chars, min_size=1, max_size=3)))
@@ -122,7 +123,8 @@ def _create_slot(draw: st.DrawFn, major: int) -> tuple[str, c.ReplicationCommand
     else:
         text += draw(ws) + "PHYSICAL"
     options: list[tuple[str, Any]] = []
-    if major >= 15 and draw(st.booleans()):
+    table = majors.major(major)
+    if table.generic_options and draw(st.booleans()):
         # The parenthesized generic options (15+): names are folded or keywords lower-cased.
         choices: list[tuple[str, tuple[str, Any]]] = [("RESERVE_WAL", ("reserve_wal", None))]
         if logical:
@@ -130,11 +132,14 @@ def _create_slot(draw: st.DrawFn, major: int) -> tuple[str, c.ReplicationCommand
                 ("SNAPSHOT 'nothing'", ("snapshot", "nothing")),
                 ("SNAPSHOT 'export'", ("snapshot", "export")),
                 ("SNAPSHOT 'use'", ("snapshot", "use")),
-                ("TWO_PHASE", ("two_phase", None)),
-                ("TWO_PHASE true", ("two_phase", True)),
-                ("two_phase false", ("two_phase", False)),
             ]
-            if major >= 17:
+            if "two_phase" in table.slot_options:
+                choices += [
+                    ("TWO_PHASE", ("two_phase", None)),
+                    ("TWO_PHASE true", ("two_phase", True)),
+                    ("two_phase false", ("two_phase", False)),
+                ]
+            if "failover" in table.slot_options:
                 choices.append(("FAILOVER", ("failover", None)))
         picked = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3))
         text += draw(_ws(major, optional=True)) + _options(draw, major, [t for t, _ in picked])
@@ -145,7 +150,7 @@ def _create_slot(draw: st.DrawFn, major: int) -> tuple[str, c.ReplicationCommand
             legacy += [("EXPORT_SNAPSHOT", ("snapshot", "export")),
                        ("NOEXPORT_SNAPSHOT", ("snapshot", "nothing")),
                        ("USE_SNAPSHOT", ("snapshot", "use"))]
-            if major >= 15:
+            if "TWO_PHASE" in table.keywords:
                 legacy.append(("TWO_PHASE", ("two_phase", None)))
         for kw, opt in draw(st.lists(st.sampled_from(legacy), max_size=2)):
             text += draw(ws) + kw
@@ -230,24 +235,26 @@ def _start_physical(draw: st.DrawFn, major: int) -> tuple[str, c.ReplicationComm
     return text, c.StartReplication("physical", slot, lsn, tli)
 
 
+#: The forms, by the command keyword that the major's table must know.
 _FORMS = [
-    (10, _identify_system),
-    (10, _show),
-    (10, _timeline_history),
-    (10, _create_slot),
-    (10, _drop_slot),
-    (10, _start_logical),
-    (10, _start_physical),
-    (15, _read_slot),
-    (17, _alter_slot),
+    ("IDENTIFY_SYSTEM", _identify_system),
+    ("SHOW", _show),
+    ("TIMELINE_HISTORY", _timeline_history),
+    ("CREATE_REPLICATION_SLOT", _create_slot),
+    ("DROP_REPLICATION_SLOT", _drop_slot),
+    ("START_REPLICATION", _start_logical),
+    ("START_REPLICATION", _start_physical),
+    ("READ_REPLICATION_SLOT", _read_slot),
+    ("ALTER_REPLICATION_SLOT", _alter_slot),
 ]
 
 
 @st.composite
 def command_cases(draw: st.DrawFn, server_major: int | None = None) -> CommandCase:
     """A command text and the command it means, for *server_major* (drawn when None)."""
-    major = server_major if server_major is not None else draw(st.integers(10, 18))
-    form = draw(st.sampled_from([f for since, f in _FORMS if since <= major]))
+    major = server_major if server_major is not None else draw(st.sampled_from(sorted(majors.MAJORS)))
+    commands = majors.major(major).commands
+    form = draw(st.sampled_from([f for keyword, f in _FORMS if keyword in commands]))
     text, cmd = draw(form(major))
     if draw(st.booleans()):
         text += draw(_ws(major, optional=True)) + ";"
@@ -270,12 +277,13 @@ _FORM_OF: dict[type[c.ReplicationCommand], Any] = {
 
 def commands_of(cls: type[c.ReplicationCommand]) -> st.SearchStrategy[c.ReplicationCommand]:
     """Command objects of one class (for ``st.from_type``), as parsed from a drawn text."""
+    newest = majors.newest().major
     if cls is c.StartReplication:
-        return st.one_of(_start_logical(18), _start_physical(18)).map(lambda tc: tc[1])
+        return st.one_of(_start_logical(newest), _start_physical(newest)).map(lambda tc: tc[1])
     form = _FORM_OF.get(cls)
     if form is None:
         raise InvalidArgument(f"no strategy for {cls.__name__}")
-    texts: st.SearchStrategy[tuple[str, c.ReplicationCommand]] = form(18)
+    texts: st.SearchStrategy[tuple[str, c.ReplicationCommand]] = form(newest)
     return texts.map(lambda tc: tc[1])
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from .. import majors
 from ..errors import DecodeError, PgWireError
 from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
@@ -211,7 +212,7 @@ def capture(
                 created_pub = True
         _create_slot(conn, main_slot, False)
         slots.append(main_slot)
-        if server.major >= 15:
+        if majors.major(server.major).accepts("two_phase"):
             _create_slot(conn, tpc_slot, True)
             slots.append(tpc_slot)
         say(f"pg{server.major}: workload ({len(wl.actions)} statements)")

@@ -1,6 +1,6 @@
 """The pgoutput option sets captured per server major (pgoutput.c, parse_output_parameters).
 
-One table: what each major accepts. The option sets are built from it: per protocol
+What each major accepts is the per-major table's (:mod:`pgwire_spec.majors`). The option sets are built from it: per protocol
 version a plain set, each option alone, and everything at once; capture then drops a set
 whose bytes equal an earlier one's (it does not change the bytes) and records it as
 equivalent. Sets reading another publication (partition root, row filters, generated
@@ -9,34 +9,36 @@ columns) come from the workload.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError
+from .. import majors
 
 __all__ = ["OptionSet", "SERVER_OPTIONS", "max_protocol", "option_sets"]
 
-#: Per major: (max proto_version, options pgoutput accepts besides proto_version and
-#: publication_names, streaming values), as each major's pgoutput.c parse_output_parameters
-#: accepts them (docs: "Logical Streaming Replication Parameters").
-SERVER_OPTIONS: dict[int, tuple[int, tuple[str, ...], tuple[str, ...]]] = {
-    10: (1, (), ()),
-    11: (1, (), ()),
-    12: (1, (), ()),
-    13: (1, (), ()),
-    14: (2, ("binary", "messages", "streaming"), ("on",)),
-    15: (3, ("binary", "messages", "streaming", "two_phase"), ("on",)),
-    16: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
-    17: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
-    18: (4, ("binary", "messages", "streaming", "two_phase", "origin"), ("on", "parallel")),
-}
+class _ServerOptions(Mapping[int, tuple[int, tuple[str, ...], tuple[str, ...]]]):
+    """Per major: (max proto_version, options pgoutput accepts besides proto_version and
+    publication_names, streaming values), read from the per-major table
+    (:mod:`pgwire_spec.majors`; docs: "Logical Streaming Replication Parameters")."""
+
+    def __getitem__(self, major: int) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+        e = majors.MAJORS[major]
+        extra = tuple(o for o in e.pgoutput_options if o not in ("proto_version", "publication_names"))
+        return e.max_proto, extra, e.streaming_values
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(majors.MAJORS))
+
+    def __len__(self) -> int:
+        return len(majors.MAJORS)
+
+
+SERVER_OPTIONS: Mapping[int, tuple[int, tuple[str, ...], tuple[str, ...]]] = _ServerOptions()
 
 
 def max_protocol(major: int) -> int:
-    try:
-        return SERVER_OPTIONS[major][0]
-    except KeyError:
-        raise OptionError(f"expected a PostgreSQL major from 10 to 18, found {major!r}") from None
+    return majors.major(major).max_proto
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +96,8 @@ def option_sets(major: int, publication: str, extra_publications: tuple[str, ...
     By default: per protocol version the plain set, each option alone and all of them; with
     *exhaustive*, every combination the server accepts (the cross product).
     """
-    top, accepted, streaming_values = SERVER_OPTIONS.get(major, (None, (), ()))
-    if top is None:
-        raise OptionError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
+    majors.major(major)  # OptionError for a major the table lacks
+    top, accepted, streaming_values = SERVER_OPTIONS[major]
     if exhaustive:
         return _cross_product(major, publication) + [
             OptionSet(f"p{top}-{extra}", top, extra) for extra in extra_publications]

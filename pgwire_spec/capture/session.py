@@ -25,6 +25,7 @@ from typing import Any
 
 import psycopg
 
+from .. import majors
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput.decoder import PgOutputDecoder
 from ..replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
@@ -105,7 +106,7 @@ class ReplicationClient(ClientBase):
 
     def create_slot(self, slot: str, major: int, *, two_phase: bool = False) -> bytes:
         # 15+ takes the parenthesised option list; older servers the NOEXPORT_SNAPSHOT word.
-        if major >= 15:
+        if majors.major(major).generic_options:
             opts = "SNAPSHOT 'nothing'" + (", TWO_PHASE" if two_phase else "")
             return self.query(f"CREATE_REPLICATION_SLOT {quote_ident(slot)} LOGICAL pgoutput ({opts})")
         return self.query(f"CREATE_REPLICATION_SLOT {quote_ident(slot)} LOGICAL pgoutput NOEXPORT_SNAPSHOT")

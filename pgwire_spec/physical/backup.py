@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import majors
 from ..lsn import format_lsn
+from ..majors import Major
 from ..replication import commands as rc
 from ..replication import frames
 from ..walsender.personas import ServerError
@@ -78,9 +80,6 @@ CHECKSUM_ALGORITHMS = ("NONE", "CRC32C", "SHA224", "SHA256", "SHA384", "SHA512")
 #: Archive data per CopyData (the server's bbsink buffer: 32 kB).
 DATA_CHUNK = 32768
 TAR_BLOCK = 512
-#: The last server major whose tar archives end without the two zero blocks (pg_basebackup:
-#: MINIMUM_VERSION_FOR_TERMINATED_TARFILE is 15).
-_UNTERMINATED_UNTIL = 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +142,11 @@ def _int64(name: str, value: rc.OptionValue) -> int:
         raise ServerError("22P02", f'invalid input syntax for type bigint: "{value}"') from None
 
 
-def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
+def _entry(major: int | Major) -> Major:
+    return major if isinstance(major, Major) else majors.major(major)
+
+
+def parse_backup_options(cmd: rc.BaseBackup, major: int | Major) -> BackupOptions:
     """BASE_BACKUP's options as the server of *major* reads them; raises ServerError with
     its SQLSTATE and text (seen on 14 and 15: duplicate option 42601, MAX_RATE out of range
     22003, unrecognized option / manifest option / checksum algorithm / checkpoint type
@@ -151,7 +154,8 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
     out: dict[str, Any] = {}
     seen: set[str] = set()
     checksums_given = False
-    legacy = major < 15
+    table = _entry(major)
+    legacy = not table.generic_options
     for name, value in cmd.options:
         # The old keywords (10-14) are the same options under other names.
         key = {"fast": "checkpoint", "nowait": "wait", "noverify_checksums": "verify_checksums"}.get(name, name) \
@@ -185,7 +189,7 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
             out["tablespace_map"] = True if legacy else _bool(name, value)
         elif key == "verify_checksums":
             out["verify_checksums"] = False if legacy else _bool(name, value)
-        elif key == "manifest" and (major >= 13):
+        elif key == "manifest" and table.backup_manifest:
             text = _string(name, value)
             low = text.lower()
             if low == "force-encode":
@@ -196,13 +200,13 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
                 out["manifest"] = "no"
             else:
                 raise ServerError("42601", f'unrecognized manifest option: "{text}"')
-        elif key == "manifest_checksums" and major >= 13:
+        elif key == "manifest_checksums" and table.backup_manifest:
             text = _string(name, value)
             if text.upper() not in CHECKSUM_ALGORITHMS:
                 raise ServerError("42601", f'unrecognized checksum algorithm: "{text}"')
             out["manifest_checksums"] = text.upper()
             checksums_given = True
-        elif key == "target" and major >= 15:
+        elif key == "target" and key in table.backup_options:
             text = _string(name, value)
             if text == "server":
                 raise ServerError("42601", 'target "server" requires a target detail')
@@ -210,7 +214,7 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int) -> BackupOptions:
                 raise ServerError("0A000", f'target "{text}" is not served by the fake walsender',
                                   hint="It streams backups to the client.")
             out["target"] = text
-        elif key == "compression" and major >= 15:
+        elif key == "compression" and key in table.backup_options:
             text = _string(name, value)
             if text.lower() != "none":
                 raise ServerError("0A000", f'server-side compression "{text}" is not served by the fake walsender')
@@ -449,7 +453,7 @@ NO_ARCHIVING = NoticeResponse((
           "other means to complete the backup")))
 
 
-def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile], store: WalStore,
+def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[BackupFile], store: WalStore,
                     timeline: int, start: int, end: int, checkpoint: int, started: int,
                     system_id: str = "0") -> Iterator[tuple[WireMessage, int]]:
     """The server's messages for one BASE_BACKUP, each with the number of archive or
@@ -473,7 +477,8 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
     size = str((archive_size + 1023) // 1024).encode() if opts.progress else None
     yield from ((m, 0) for m in _result((("spcoid", 26, 4), ("spclocation", 25, -1), ("size", 20, 8)),
                                         [(None, None, size)], "SELECT"))
-    new = major > _UNTERMINATED_UNTIL
+    table = _entry(major)
+    new = table.backup_copy_protocol
     if new:
         yield CopyOutResponse(0, ()), 0
         yield CopyData(b"n" + b"base.tar\x00" + b"\x00"), 0
@@ -492,10 +497,11 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
             part = body[i:i + DATA_CHUNK]
             yield CopyData(prefix + part), len(part)
             done += len(part)
-    if new:
+    if table.terminated_tar:
         trailer = bytes(2 * TAR_BLOCK)
         yield CopyData(prefix + trailer), len(trailer)
         done += len(trailer)
+    if new:
         yield CopyData(frames.backup_progress(done)), 0
     else:
         yield CopyDone(), 0
@@ -503,10 +509,10 @@ def backup_messages(opts: BackupOptions, *, major: int, files: list[BackupFile],
         # The backup stops here (the manifest follows); without NOWAIT a server that does
         # not archive WAL says so.
         yield NO_ARCHIVING, 0
-    if opts.manifest != "no" and major >= 13:
+    if opts.manifest != "no" and table.backup_manifest:
         manifest = build_manifest(members, algorithm=opts.manifest_checksums, timeline=timeline,
                                   start=start, end=end, force_encode=opts.manifest == "force-encode",
-                                  system_id=system_id if major >= 17 else None)
+                                  system_id=system_id if table.manifest_system_identifier else None)
         if new:
             yield CopyData(b"m"), 0
         else:

@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 
+from .. import majors
 from ..capture.capture import CaptureError
 from ..capture.session import Replicated, SessionError, _Conn
 from ..lsn import format_lsn, parse_lsn
@@ -211,8 +212,10 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
     conversations: list[Conversation] = []
     try:
         major = primary.binary_major()
-        if major < 12:
-            raise CaptureError(f"physical capture needs PostgreSQL 12 or later (pg_promote), found {major}")
+        table = majors.MAJORS.get(major)
+        if table is None or not table.promote_function:
+            first = min(m for m, e in majors.MAJORS.items() if e.promote_function)
+            raise CaptureError(f"physical capture needs PostgreSQL {first} or later (pg_promote), found {major}")
         host, port = primary.start()
         server = describe_server(prov.name, host, port, "postgres", "postgres", bin_path)
         say(f"primary: PostgreSQL {server.version} on {host}:{port}, {segment_size_mb} MB WAL segments")
@@ -224,7 +227,7 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
 
         rec = _Recorder(server, seg, "primary")
         for cmd in ("IDENTIFY_SYSTEM", "SHOW wal_segment_size", "SHOW data_directory_mode", "TIMELINE_HISTORY 1",
-                    f'CREATE_REPLICATION_SLOT "{SLOT}" PHYSICAL ' + ("(RESERVE_WAL)" if major >= 15 else "RESERVE_WAL"),
+                    f'CREATE_REPLICATION_SLOT "{SLOT}" PHYSICAL ' + ("(RESERVE_WAL)" if table.generic_options else "RESERVE_WAL"),
                     f'READ_REPLICATION_SLOT "{SLOT}"',
                     'READ_REPLICATION_SLOT "pgws_missing"', "START_REPLICATION 0/FFFFFF00 TIMELINE 1",
                     "START_REPLICATION 0/1000000 TIMELINE 2"):

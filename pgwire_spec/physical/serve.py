@@ -164,7 +164,7 @@ class PhysicalServer:
         for name, value in cmd.options:
             # parseCreateReplSlotOptions: snapshot and two_phase are logical slots' options.
             if name in seen or name in ("snapshot", "two_phase") or (name == "failover" and
-                                                                     self.state.persona.major >= 17):
+                                                                     name in self.state.persona.table.slot_options):
                 raise ServerError("42601", "conflicting or redundant options")
             seen.add(name)
             if name == "reserve_wal":
@@ -260,7 +260,7 @@ class PhysicalServer:
     # -- BASE_BACKUP -----------------------------------------------------------------------
     def _base_backup(self, conn: Connection, cmd: rc.BaseBackup, now: float) -> bool:
         source = self.source.backup
-        opts = parse_backup_options(cmd, self.state.persona.major)
+        opts = parse_backup_options(cmd, self.state.persona.table)
         if source is None:
             raise ServerError("0A000", "BASE_BACKUP needs a directory to serve",
                               hint="Name one in the scenario: physical: {backup: {directory: …}}.")
@@ -276,12 +276,12 @@ class PhysicalServer:
                                                       self.store.segment_size) if r.lsn >= begin), first)
         end = source.end_lsn if source.end_lsn is not None else last
         files = list(source.files) if source.files else collect_files(source.directory)
-        messages = backup_messages(opts, major=self.state.persona.major, files=files, store=self.store,
+        messages = backup_messages(opts, major=self.state.persona.table, files=files, store=self.store,
                                    timeline=tli, start=start, end=end,
                                    checkpoint=source.checkpoint_lsn or start, started=int(conn.server.wall_clock()),
                                    system_id=self.recording.system_id)
         conn.start_stream(BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None,
-                                       now, typed=self.state.persona.major >= 15))
+                                       now, typed=self.state.persona.table.backup_copy_protocol))
         return True
 
 

@@ -231,10 +231,8 @@ class _Commands:
         persona_ = self.server.persona
         self._check_slot_name(cmd.slot_name)
         opts = cmd.options_dict()
-        allowed = {"snapshot", "two_phase", "reserve_wal", "failover"}
         for name in opts:
-            if name not in allowed or (name == "failover" and persona_.major < 17) or (
-                    name == "two_phase" and persona_.major < 14):
+            if name not in persona_.table.slot_options:
                 raise ServerError("42601", f'unrecognized option: {name}')
         if cmd.slot_name in self.server.slots:
             raise ServerError("42710", f'replication slot "{cmd.slot_name}" already exists')
@@ -329,7 +327,7 @@ class _Commands:
         for name, value in cmd.options:
             if name == "failover":
                 slot.failover = value is None or value is True or str(value).lower() in ("true", "on", "1")
-            elif name == "two_phase" and self.server.persona.major >= 18:
+            elif name == "two_phase" and name in self.server.persona.table.alter_slot_options:
                 slot.two_phase = value is None or value is True or str(value).lower() in ("true", "on", "1")
             else:
                 raise ServerError("42601", f"unrecognized option: {name}")

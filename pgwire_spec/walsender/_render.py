@@ -234,10 +234,11 @@ class _Renderer:
         self.plan = Plan(end_lsn=max(start_lsn, history.end_lsn))
         self.sent: set[int] = set()
         self.stream_sent: dict[int, set[int]] = {}
-        self.binary = options.binary and persona.major >= 14
-        self.streaming = options.streaming != "off" and persona.major >= 14
-        self.two_phase = options.two_phase and persona.major >= 15
-        self.messages = options.messages and persona.major >= 14
+        major = persona.table
+        self.binary = options.binary and major.accepts("binary")
+        self.streaming = options.streaming != "off" and major.accepts("streaming")
+        self.two_phase = options.two_phase and major.accepts("two_phase")
+        self.messages = options.messages and major.accepts("messages")
         self.publications = []
         self.missing: list[str] = []
         for name in options.publication_names:
@@ -463,7 +464,7 @@ class _Renderer:
         return sum(it.size for it in txn.items if isinstance(it, ChangeEvent)) > self.work_mem
 
     def origin_skipped(self, txn: TxnEvent) -> bool:
-        return txn.origin is not None and self.opts.origin == "none" and self.persona.major >= 16
+        return txn.origin is not None and self.opts.origin == "none" and self.persona.table.accepts("origin")
 
     def plain(self, txn: TxnEvent, *, final_lsn: int, end_lsn: int, time: int) -> None:
         """Begin … Commit (Begin sent lazily from 15, eagerly before)."""
@@ -513,7 +514,7 @@ class _Renderer:
         buffer: list[ChangeEvent] = []
         streamed_xids: set[int] = set()
         first = True
-        parallel = self.opts.streaming == "parallel" and self.persona.major >= 16
+        parallel = self.opts.streaming == "parallel" and "parallel" in self.persona.table.streaming_values
 
         def flush() -> None:
             nonlocal first, buffer

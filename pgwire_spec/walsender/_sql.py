@@ -269,7 +269,7 @@ class _Answerer:
         if m:
             name, value = m.group(1).replace("''", "'"), m.group(2).replace("''", "'")
             params: tuple[tuple[str, str], ...] = ()
-            if name == "search_path" and self.persona.major >= 18:
+            if name == "search_path" and self.persona.table.reports_search_path:
                 params = (("search_path", value),)
             return Result((("set_config", TEXT),), ((value,),), "SELECT 1", params)
         m = re.fullmatch(r"show ([a-z_][a-z0-9_.]*|\"[^\"]+\")", text, re.IGNORECASE)

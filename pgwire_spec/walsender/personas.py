@@ -1,17 +1,20 @@
-"""Server personas: what a PostgreSQL walsender of each major (10 … 18) accepts and answers.
+"""Server personas: a PostgreSQL walsender of each major (10 … 18) as the fake plays it.
 
-One table per major, in one place: the replication commands and their options, the pgoutput
-options and protocol versions (pgoutput.c, parse_output_parameters), the shapes of results (IDENTIFY_SYSTEM's
-timeline is int4 before 16 and int8 from 16), the ParameterStatus set sent at startup, and
-the errors — with the SQLSTATE and the message text a real server gives.
+What each major accepts and answers is its entry of the per-major table
+(:mod:`pgwire_spec.majors`); a persona reads it to validate pgoutput's options
+(pgoutput.c, parse_output_parameters) and to answer with the SQLSTATE and the message text a
+real server gives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PgWireError
+from .. import majors
+from ..errors import OptionError, PgWireError
+from ..majors import Major
 
 __all__ = ["Persona", "persona", "PERSONAS", "ServerError", "StreamOptions"]
 
@@ -59,28 +62,46 @@ class StreamOptions:
 
 @dataclass(frozen=True, slots=True)
 class Persona:
-    major: int
-    #: Highest pgoutput protocol version (LOGICALREP_PROTO_MAX_VERSION_NUM).
-    max_proto: int
-    #: pgoutput options accepted.
-    options: frozenset[str]
-    #: CREATE_REPLICATION_SLOT … (options) syntax (15+); older: keywords.
-    new_slot_syntax: bool
-    #: Commands this major's replication grammar knows.
-    commands: frozenset[str]
-    #: IDENTIFY_SYSTEM timeline column type: 23 int4 (< 16) or 20 int8.
-    timeline_type: int
-    #: Begin/Commit of transactions with nothing published are sent (< 15).
-    sends_empty_transactions: bool
-    #: A missing publication is an ERROR (< 18) or a WARNING (18).
-    missing_publication_is_error: bool
-    #: pgoutput has a Truncate callback (11+).
-    truncate: bool
-    #: Error text of a missing required option: 'proto_version option missing' (< 17) or
-    #: 'option "proto_version" missing' (17+).
-    new_missing_option_text: bool
-    #: CREATE_REPLICATION_SLOT options: TWO_PHASE (14+), FAILOVER (17+).
-    slot_options: frozenset[str]
+    """A server of one major as the fake walsender plays it: its entry of the per-major
+    table (:mod:`pgwire_spec.majors`) and the answers built from it."""
+
+    table: Major
+
+    @property
+    def major(self) -> int:
+        return self.table.major
+
+    @property
+    def max_proto(self) -> int:
+        """Highest pgoutput protocol version (LOGICALREP_PROTO_MAX_VERSION_NUM)."""
+        return self.table.max_proto
+
+    @property
+    def options(self) -> frozenset[str]:
+        """pgoutput options accepted."""
+        return frozenset(self.table.pgoutput_options)
+
+    @property
+    def commands(self) -> frozenset[str]:
+        """Commands this major's replication grammar knows."""
+        return self.table.commands
+
+    @property
+    def timeline_type(self) -> int:
+        """IDENTIFY_SYSTEM timeline column type: 23 int4 (< 16) or 20 int8."""
+        return self.table.timeline_type
+
+    @property
+    def sends_empty_transactions(self) -> bool:
+        return self.table.sends_empty_transactions
+
+    @property
+    def missing_publication_is_error(self) -> bool:
+        return self.table.missing_publication_is_error
+
+    @property
+    def truncate(self) -> bool:
+        return self.table.truncate
 
     def parameter_status(self, *, version: str, user: str, application_name: str,
                          client_encoding: str, server_encoding: str) -> list[tuple[str, str]]:
@@ -102,11 +123,7 @@ class Persona:
             "standard_conforming_strings": "on",
             "TimeZone": "Etc/UTC",
         }
-        return [(name, values[name]) for name in _PARAMETER_ORDER[self._order_key]]
-
-    @property
-    def _order_key(self) -> int:
-        return 18 if self.major >= 18 else 16 if self.major >= 16 else 14 if self.major >= 14 else 10
+        return [(name, values[name]) for name in self.table.parameter_status]
 
     # -- pgoutput options ------------------------------------------------------------------
     def parse_options(self, options: list[tuple[str, str | None]]) -> StreamOptions:
@@ -136,7 +153,7 @@ class Persona:
                     raise ServerError("42602", "invalid publication_names syntax")
                 pubs = tuple(parsed)
             elif name == "streaming":
-                if self.major >= 16 and (value or "").lower() == "parallel":
+                if (value or "").lower() == "parallel" and "parallel" in self.table.streaming_values:
                     streaming = "parallel"
                 else:
                     streaming = "on" if _bool_option(name, value) else "off"
@@ -153,7 +170,7 @@ class Persona:
                 origin = low
         for required, have in (("proto_version", proto is not None), ("publication_names", pubs is not None)):
             if not have:
-                text = f'option "{required}" missing' if self.new_missing_option_text else f"{required} option missing"
+                text = f'option "{required}" missing' if self.table.quoted_missing_option else f"{required} option missing"
                 raise ServerError("22023", text)
         assert proto is not None and pubs is not None
         if proto > self.max_proto:
@@ -227,71 +244,29 @@ def split_identifiers(text: str) -> list[str] | None:
         i += 1
 
 
-_PARAMETER_ORDER: dict[int, tuple[str, ...]] = {
-    # 10-13: alphabetical (the GUC_REPORT variables in guc.c order), seen on 10-13.
-    10: ("application_name", "client_encoding", "DateStyle", "integer_datetimes", "IntervalStyle",
-         "is_superuser", "server_encoding", "server_version", "session_authorization",
-         "standard_conforming_strings", "TimeZone"),
-    # 14-15: + default_transaction_read_only, in_hot_standby (seen: transcripts 14, 15).
-    14: ("application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
-         "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser", "server_encoding",
-         "server_version", "session_authorization", "standard_conforming_strings", "TimeZone"),
-    # 16-17: hash order, + scram_iterations (seen: transcripts 16, 17).
-    16: ("in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",
-         "application_name", "default_transaction_read_only", "scram_iterations", "DateStyle",
-         "standard_conforming_strings", "session_authorization", "client_encoding", "server_version",
-         "server_encoding"),
-    # 18: + search_path (seen: transcript 18).
-    18: ("in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "search_path", "is_superuser",
-         "application_name", "default_transaction_read_only", "scram_iterations", "DateStyle",
-         "standard_conforming_strings", "session_authorization", "client_encoding", "server_version",
-         "server_encoding"),
-}
-
-_BASE_COMMANDS = frozenset({"IDENTIFY_SYSTEM", "SHOW", "TIMELINE_HISTORY", "CREATE_REPLICATION_SLOT",
-                            "DROP_REPLICATION_SLOT", "START_REPLICATION", "BASE_BACKUP"})
-
-
-def _make(major: int) -> Persona:
-    options = {"proto_version", "publication_names"}
-    if major >= 14:
-        options |= {"binary", "messages", "streaming"}
-    if major >= 15:
-        options.add("two_phase")
-    if major >= 16:
-        options.add("origin")
-    commands = set(_BASE_COMMANDS)
-    if major >= 15:
-        commands.add("READ_REPLICATION_SLOT")
-    if major >= 17:
-        commands.add("ALTER_REPLICATION_SLOT")
-    slot_options = {"TEMPORARY", "SNAPSHOT", "RESERVE_WAL"}
-    if major >= 14:
-        slot_options.add("TWO_PHASE")
-    if major >= 17:
-        slot_options.add("FAILOVER")
-    return Persona(
-        major=major,
-        max_proto=1 if major < 14 else 2 if major == 14 else 3 if major == 15 else 4,
-        options=frozenset(options),
-        new_slot_syntax=major >= 15,
-        commands=frozenset(commands),
-        timeline_type=20 if major >= 16 else 23,
-        sends_empty_transactions=major < 15,
-        missing_publication_is_error=major < 18,
-        truncate=major >= 11,
-        new_missing_option_text=major >= 17,
-        slot_options=frozenset(slot_options),
-    )
-
-
-#: The persona of every major 10 … 18.
-PERSONAS: dict[int, Persona] = {major: _make(major) for major in range(10, 19)}
-
-
 def persona(major: int) -> Persona:
-    """The persona of server *major*; ValueError outside 10 … 18."""
+    """The persona of server *major*; ValueError for a major the per-major table lacks."""
     try:
-        return PERSONAS[major]
-    except KeyError:
-        raise ValueError(f"expected a PostgreSQL major from 10 to 18, found {major!r}") from None
+        return Persona(majors.major(major))
+    except OptionError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class _Personas(Mapping[int, Persona]):
+    """The persona of every major of the per-major table (a view: an entry added to the
+    table has its persona)."""
+
+    def __getitem__(self, key: int) -> Persona:
+        if key not in majors.MAJORS:
+            raise KeyError(key)
+        return Persona(majors.MAJORS[key])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(majors.MAJORS))
+
+    def __len__(self) -> int:
+        return len(majors.MAJORS)
+
+
+#: The persona of every major (10 … 18).
+PERSONAS: Mapping[int, Persona] = _Personas()

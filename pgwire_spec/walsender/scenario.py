@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .. import majors
 from ..errors import PgWireError
 from ..lsn import datetime_to_timestamp, parse_lsn
 from .publications import ACTIONS, GENERATED_COLUMNS, Expression, ExpressionError, Publication, PublishedTable
@@ -926,8 +927,10 @@ class _Loader:
         if "version" in d:
             version = str(d["version"])
             m = re.match(r"(\d+)(?:\.(\d+))?", version)
-            if not m or not 10 <= int(m.group(1)) <= 18:
-                raise ScenarioError("server.version", "a PostgreSQL version 10 … 18 like '16.4'", _describe(d["version"]))
+            if not m or int(m.group(1)) not in majors.MAJORS:
+                span = majors.known()
+                raise ScenarioError("server.version", f"a PostgreSQL version {span[0]} … {span[-1]} like '16.4'",
+                                    _describe(d["version"]))
             kw["version"] = version if m.group(2) else f"{m.group(1)}.0"
         if "system_id" in d:
             sid = str(d["system_id"])

@@ -17,7 +17,9 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from pgwire_spec import majors
 from pgwire_spec.errors import CommandSyntaxError, EncodeError, OptionError, PgWireError
+from pgwire_spec.replication import _ast, _lexer, _parser
 from pgwire_spec.replication import commands as C
 from pgwire_spec.replication.commands import (
     SERVER_MAJORS,
@@ -47,6 +49,15 @@ def _transcripts() -> Path:
         return Path(os.environ["PGWIRE_SPEC_TRANSCRIPTS"])
     beside = Path(__file__).resolve().parents[3] / "shared" / "reference" / "transcripts"
     return beside if beside.is_dir() else Path("/work/shared/reference/transcripts")
+
+#: keyword -> (first major, last major) whose scanner knows it, from the per-major table.
+KEYWORDS = {
+    k: (min(m for m, e in majors.MAJORS.items() if k in e.keywords),
+        max(m for m, e in majors.MAJORS.items() if k in e.keywords))
+    for k in sorted(set().union(*(e.keywords for e in majors.MAJORS.values())))
+}
+#: major -> first minor release whose scanner reads "" inside a quoted identifier.
+DOUBLED_QUOTE_SINCE = {m: e.doubled_quote_since for m, e in majors.MAJORS.items() if e.doubled_quote_since is not None}
 
 
 TRANSCRIPTS = _transcripts()
@@ -500,7 +511,7 @@ def test_every_transcript_query_parses_and_formats_back_byte_for_byte() -> None:
     files: set[str] = set()
     for name, major, minor, text in QUERIES:
         first = text.split(None, 1)[0] if text.strip() else ""
-        if first not in C._COMMAND_KEYWORDS:
+        if first not in majors.COMMAND_KEYWORDS:
             assert parse_command(text, server_major=major, server_minor=minor) is None, text
             continue
         files.add(name)
@@ -523,24 +534,24 @@ def test_every_transcript_query_parses_and_formats_back_byte_for_byte() -> None:
 
 def test_spec_keywords_are_the_parsers() -> None:
     assert {k["name"]: k["servers"] for k in SPEC["keywords"]} == {
-        name: f"{lo}-{hi}" for name, (lo, hi) in C._KEYWORDS.items()
+        name: f"{lo}-{hi}" for name, (lo, hi) in KEYWORDS.items()
     }
     for servers, chars in SPEC["lexical"]["whitespace"].items():
         for major in majors_of(servers):
-            assert C._grammar(major).whitespace == "".join(chars)
+            assert _lexer.grammar(major).table.whitespace == "".join(chars)
     since = {int(k): v for k, v in SPEC["lexical"]["doubled_quote"]["since"].items()}
-    assert since == C._DOUBLED_QUOTE_SINCE
+    assert since == DOUBLED_QUOTE_SINCE
     for major in MAJORS:
-        assert not C._grammar(major, 0).doubled_quote
-        assert C._grammar(major).doubled_quote == (major in since)
+        assert not _lexer.grammar(major, 0).doubled_quote
+        assert _lexer.grammar(major).doubled_quote == (major in since)
         if major in since:
-            assert not C._grammar(major, since[major] - 1).doubled_quote and C._grammar(major, since[major]).doubled_quote
+            assert not _lexer.grammar(major, since[major] - 1).doubled_quote and _lexer.grammar(major, since[major]).doubled_quote
     names = {c["name"] for c in SPEC["commands"]}
-    assert names == set(C._COMMAND_KEYWORDS) == set(C._PARSERS)
+    assert names == set(majors.COMMAND_KEYWORDS) == set(_parser._PARSERS)
     for c in SPEC["commands"]:
         assert getattr(C, c["class"]).keyword == c["name"]
         first = min(lo for f in c["forms"] for lo in majors_of(f["servers"]))
-        assert C._KEYWORDS[c["name"]][0] == first, c["name"]
+        assert KEYWORDS[c["name"]][0] == first, c["name"]
 
 
 def _forms(name: str) -> list[dict[str, Any]]:
@@ -549,12 +560,12 @@ def _forms(name: str) -> list[dict[str, Any]]:
 
 def test_spec_legacy_option_tables_are_the_parsers() -> None:
     slot = _forms("CREATE_REPLICATION_SLOT")[0]["legacy_options"]
-    assert {o["keyword"]: tuple(o["option"]) for o in slot} == C._LEGACY_SLOT_OPTIONS
+    assert {o["keyword"]: tuple(o["option"]) for o in slot} == _ast._LEGACY_SLOT_OPTIONS
     backup = _forms("BASE_BACKUP")[0]["legacy_options"]
     kinds = {"string": "string", "number": "uint", None: None}
-    assert {o["keyword"]: kinds[o.get("argument")] for o in backup} == C._LEGACY_BACKUP_OPTIONS
+    assert {o["keyword"]: kinds[o.get("argument")] for o in backup} == _ast._LEGACY_BACKUP_OPTIONS
     for option in [*slot, *backup]:
-        assert option["servers"] == "{}-{}".format(*C._KEYWORDS[option["keyword"]])
+        assert option["servers"] == "{}-{}".format(*KEYWORDS[option["keyword"]])
 
 
 def test_spec_examples_parse_exactly_in_their_servers() -> None:
@@ -563,10 +574,10 @@ def test_spec_examples_parse_exactly_in_their_servers() -> None:
         for form in c["forms"]:
             for text in form["examples"]:
                 accepted.setdefault(text, set()).update(majors_of(form["servers"]))
-        for text, majors in accepted.items():
+        for text, servers in accepted.items():
             for major in MAJORS:
                 result = outcome(text, major)
-                if major in majors:
+                if major in servers:
                     cmd = parse_command(text, server_major=major)
                     assert type(cmd).__name__ == c["class"], (text, major)
                     assert format_command(cmd) == text
@@ -576,8 +587,8 @@ def test_spec_examples_parse_exactly_in_their_servers() -> None:
 
 def test_spec_clients_texts_are_what_the_styles_write() -> None:
     for entry in SPEC["clients"]:
-        text, majors = entry["text"], majors_of(entry["servers"])
-        for major in majors:
+        text, servers = entry["text"], majors_of(entry["servers"])
+        for major in servers:
             cmd = parse_command(text, server_major=major)
             assert cmd is not None, (text, major)
             if entry["style"] == "recorded":
@@ -748,7 +759,7 @@ def test_generated_commands_round_trip(cmd: ReplicationCommand, style: FormatSty
     assert parsed is not None and format_command(parsed) == text
 
 
-legacy_slot_options = st.lists(st.sampled_from(sorted(C._LEGACY_SLOT_OPTIONS.values(), key=str)), max_size=4).map(tuple)
+legacy_slot_options = st.lists(st.sampled_from(sorted(_ast._LEGACY_SLOT_OPTIONS.values(), key=str)), max_size=4).map(tuple)
 legacy_backup_options = st.lists(st.one_of(
     st.sampled_from([("progress", None), ("fast", None), ("wal", None), ("nowait", None), ("tablespace_map", None),
                      ("noverify_checksums", None)]),
@@ -779,7 +790,7 @@ def test_old_syntax_round_trips_on_the_majors_that_take_it(cmd: ReplicationComma
     # A name with a double quote cannot be written where "" is not a quote (10-13, see
     # _DOUBLED_QUOTE_SINCE): the formatter must refuse it rather than send two identifiers.
     lacking = lacking or (isinstance(cmd, CreateReplicationSlot) and '"' in cmd.slot_name
-                          and major not in C._DOUBLED_QUOTE_SINCE)
+                          and major not in DOUBLED_QUOTE_SINCE)
     try:
         text = format_command(cmd, style=style, server_major=major)
     except EncodeError as exc:
@@ -787,13 +798,14 @@ def test_old_syntax_round_trips_on_the_majors_that_take_it(cmd: ReplicationComma
         assert lacking, exc
         return
     assert not lacking, text
-    assert ("(" in text) == (major >= 15 and bool(names)) or "'" in text  # '(' may sit in a label
+    # '(' may sit in a label or a quoted name
+    assert ("(" in text) == (major >= 15 and bool(names)) or "'" in text or '"' in text
     parsed = parse_command(text, server_major=major)
     assert parsed == cmd and parsed is not None and format_command(parsed) == text
 
 
 TOKENS = st.sampled_from([
-    *C._KEYWORDS, "identify_system", "s", '"s"', '"S x"', '""', "'v'", "''", "'it''s'", "0", "1", "42", "4294967296",
+    *KEYWORDS, "identify_system", "s", '"s"', '"S x"', '""', "'v'", "''", "'it''s'", "0", "1", "42", "4294967296",
     "0/0", "16/B374D848", "1FFFFFFFF/0", "(", ")", ",", ";", ".", "/", "$", "'", '"', "\x00", "\v", "é", "SELECT",
     "true", "false", "--", "E'x'",
 ])

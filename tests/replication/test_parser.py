@@ -1,0 +1,132 @@
+"""The command parser's speed: option lists read a run of items at a time agree with the
+token-by-token parser, and a command's cost grows linearly with its length (accepted or
+rejected)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from pgwire_spec.errors import CommandSyntaxError, OptionError
+from pgwire_spec.replication import _parser
+from pgwire_spec.replication.commands import parse_command
+
+MAJORS = [10, 14, 15, 17, 18]
+
+
+def _outcome(text: str, major: int, minor: int | None) -> object:
+    try:
+        cmd = parse_command(text, server_major=major, server_minor=minor)
+    except CommandSyntaxError as exc:
+        return ("error", exc.position, exc.expected, exc.found)
+    except OptionError as exc:
+        return ("option error", str(exc))
+    return (cmd, None if cmd is None else cmd.style)
+
+
+@contextmanager
+def tokens_only() -> Iterator[None]:
+    """The run readers switched off: every item token by token."""
+    saved = _parser._Parser.plugin_run, _parser._Parser.generic_run
+
+    def none(self: _parser._Parser, start: int) -> _parser._Run:
+        return [], None, start
+
+    _parser._Parser.plugin_run = none  # type: ignore[method-assign]
+    _parser._Parser.generic_run = none  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        _parser._Parser.plugin_run, _parser._Parser.generic_run = saved  # type: ignore[method-assign]
+
+
+ITEM_PARTS = st.sampled_from([
+    "a", "B", "Ab_1", '"Q"', '"a""b"', '""', "'v'", "'it''s'", "''", "0", "42", "4294967296", "0/0", "true",
+    "FALSE", '"true"', "WAIT", "TWO_PHASE", "READ_REPLICATION_SLOT", "read_replication_slot", "x" * 70,
+    '"' + "y" * 70 + '"', "é", "\x00", "'", '"', "$", ";", "(", "))",
+])
+WS = st.sampled_from(["", " ", "  ", "\t", "\n", "\v", "\f"])
+
+
+@st.composite
+def option_lists(draw: st.DrawFn) -> str:
+    items = []
+    for _ in range(draw(st.integers(1, 6))):
+        parts = draw(st.lists(ITEM_PARTS, min_size=1, max_size=3))
+        items.append("".join(p + draw(WS) for p in parts))
+    seps = [draw(WS) + draw(st.sampled_from([",", ",", ",", ""])) + draw(WS) for _ in items]
+    return "(" + draw(WS) + "".join(i + s for i, s in zip(items, seps, strict=True))[:-1] + draw(WS) + ")"
+
+
+HEADS = [
+    "START_REPLICATION SLOT s LOGICAL 0/0 ",
+    "CREATE_REPLICATION_SLOT s LOGICAL pgoutput ",
+    "ALTER_REPLICATION_SLOT s ",
+    "BASE_BACKUP ",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(HEADS), option_lists(), st.sampled_from(MAJORS), st.sampled_from([None, 0]))
+@example("START_REPLICATION SLOT s LOGICAL 0/0 ", "(a 'b', \"c\" 'd''e',  f , g)", 18, None)
+@example("BASE_BACKUP ", "(LABEL 'x', WAIT false, MAX_RATE 32, x WAIT, y 1)", 18, None)
+@example("BASE_BACKUP ", "(a 4294967296, b)", 18, None)
+@example("BASE_BACKUP ", '(A, b "a""b", READ_REPLICATION_SLOT, c)', 18, 0)
+def test_runs_read_what_the_token_parser_reads(head: str, options: str, major: int, minor: int | None) -> None:
+    text = head + options
+    fast = _outcome(text, major, minor)
+    with tokens_only():
+        slow = _outcome(text, major, minor)
+    assert fast == slow, text
+
+
+def _plugin_options(size: int) -> str:
+    head, item = "START_REPLICATION SLOT \"s\" LOGICAL 0/0 (", "\"opt\" 'value', "
+    return head + item * ((size - len(head)) // len(item)) + "\"x\" 'y')"
+
+
+def _generic_options(size: int) -> str:
+    head, item = "BASE_BACKUP (", "LABEL 'l', "
+    return head + item * ((size - len(head)) // len(item)) + "WAIT false)"
+
+
+def _rejected_at_the_end(size: int) -> str:
+    head, item = "START_REPLICATION SLOT s LOGICAL 0/0 (", "a 'b', "
+    return head + item * ((size - len(head)) // len(item)) + "a 'b' b)"
+
+
+def _long_identifier(size: int) -> str:
+    return "SHOW " + "x" * size
+
+
+def _unterminated_string(size: int) -> str:
+    return "START_REPLICATION SLOT s LOGICAL 0/0 (a '" + "''" * (size // 2)
+
+
+def _cost(text: str) -> tuple[float, object]:
+    """The best of two parses (a shared machine's noise only ever adds) and the outcome."""
+    best, outcome = float("inf"), None
+    for _ in range(2):
+        start = time.perf_counter()
+        try:
+            outcome = parse_command(text)
+        except CommandSyntaxError as exc:
+            outcome = exc
+        best = min(best, time.perf_counter() - start)
+    return best, outcome
+
+
+@pytest.mark.parametrize("make", [_plugin_options, _generic_options, _rejected_at_the_end, _long_identifier,
+                                  _unterminated_string])
+def test_a_command_costs_linear_time_in_its_length(make: Callable[[int], str]) -> None:
+    (small, _), (large, outcome) = _cost(make(1_000_000)), _cost(make(10_000_000))
+    if isinstance(outcome, CommandSyntaxError):
+        assert outcome.position > 9_000_000, outcome  # found where it is, at the end
+    # Ten times the text: about ten times the time; quadratic work would be a hundred.
+    ratio = large / max(small, 1e-4)
+    assert ratio < 25, f"{make.__name__}: 10 MB took {ratio:.1f} times what 1 MB took"
