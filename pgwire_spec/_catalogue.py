@@ -42,6 +42,8 @@ class Facts:
     sender: Sender = "backend"
     #: values servers send in integer fields (the grammar reads any Int8)
     values: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: its role in the stream's state machine (pgoutput: a key of pgoutput/_state.py's ROLES)
+    role: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from ..pgoutput import _codec
+from ..pgoutput import _catalogue, _codec
 from ..pgoutput import messages as m
 from ._context import ProtocolContext, Streaming, contexts
 from ._messages import (
@@ -39,6 +39,7 @@ from ._messages import (
     draw_delete,
     draw_insert,
     draw_update,
+    from_layout,
     names,
     relation_oids,
     strings,
@@ -49,6 +50,22 @@ from ._types import BUILTIN_TYPES
 __all__ = ["Stream", "streams", "Builder", "Entry", "choose"]
 
 T = TypeVar("T")
+
+#: The change messages the builder draws itself, with a server's logic (a Relation before
+#: the first change of a table, Truncate's table groups, an Origin opening a transaction …).
+#: Any other message whose catalogue entry gives it the role of a change is drawn from its
+#: layout (``from_layout``) wherever the context lets a server send it: a new message kind
+#: appears in drawn streams without an edit here.
+DRAWN_HERE: frozenset[str] = frozenset({
+    "Origin", "Relation", "Type", "Insert", "Update", "Delete", "Truncate", "LogicalMessage",
+})
+
+
+def _from_layout_kinds(ctx: ProtocolContext) -> list[str]:
+    """The catalogue's change messages the builder does not draw itself, sent in *ctx*."""
+    tags = ctx.tags
+    return [e.name for e in _catalogue.BY_TAG.values()
+            if e.facts.role == "change" and e.name not in DRAWN_HERE and e.tag in tags]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,11 +256,16 @@ class Builder:
         kinds = ["insert", "update", "delete", "truncate", "relation"]
         if self.ctx.messages:
             kinds.append("message")
+        kinds += _from_layout_kinds(self.ctx)
         kind = kind or choose(d, kinds)
         inside = sx is not None
         lsn = self.lsn
         if kind == "message":
             self.emit(m.LogicalMessage(xid, 1, lsn, d(strings), d(st.binary(max_size=16))), lsn, inside)
+            self.last_change_lsn = self.step()
+            return
+        if kind in _catalogue.ENTRIES:
+            self.emit(from_layout(d, _catalogue.ENTRIES[kind].cls, self.ctx, xid), lsn, inside)
             self.last_change_lsn = self.step()
             return
         table = self.pick_table(identities or ("dfi" if kind in ("update", "delete") else "dfin"))

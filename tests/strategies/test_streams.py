@@ -156,3 +156,31 @@ def test_prepared_transactions_are_resolved_with_their_gid(stream: Stream) -> No
         elif isinstance(msg, (m.CommitPrepared, m.RollbackPrepared)):
             assert prepared.pop(msg.gid) == msg.xid
     assert prepared == {}
+
+
+def test_a_change_kind_the_builder_does_not_draw_comes_from_its_catalogue_entry() -> None:
+    """A message kind the builder has no hand-written draw for (here Origin, taken out of
+    DRAWN_HERE as a new kind would be) appears in streams, drawn from its layout where its
+    catalogue role lets a server send it, and the strict decoder accepts the streams."""
+    from pgwire_spec._strategies import _streams
+
+    saved = _streams.DRAWN_HERE
+    _streams.DRAWN_HERE = saved - {"Origin"}
+    openers = (m.Begin, m.BeginPrepare, m.StreamStart)
+    mid_block: list[m.Origin] = []
+
+    @fast(60)
+    @given(streams(origin="any"))
+    def check(stream: Stream) -> None:
+        decoder = PgOutputDecoder(**stream.options, strict=True)
+        assert [decoder.decode(p) for p in stream.payloads] == list(stream.messages)
+        decoder.finish()
+        msgs = stream.messages
+        mid_block.extend(x for i, x in enumerate(msgs)
+                         if isinstance(x, m.Origin) and i and not isinstance(msgs[i - 1], openers))
+
+    try:
+        check()
+    finally:
+        _streams.DRAWN_HERE = saved
+    assert mid_block, "no Origin was drawn from its catalogue entry"
