@@ -17,7 +17,6 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from .._codegen import _tuple as _encode_tuple
 from ..pgoutput import _codec, _state
 from ..pgoutput import messages as m
 from ..replication.messages import PrimaryKeepalive, XLogData, encode_copy_data
@@ -277,11 +276,13 @@ def _both_key_and_old(draw: st.DrawFn, b: Builder) -> _Case:
     e = b.entries[i]
     msg: Any = e.msg
     values = msg.old_tuple if isinstance(msg, m.Delete) else msg.new_tuple
-    tup: list[bytes] = []
-    _encode_tuple(tup, values)
-    raw = b"".join(tup)
-    head = b"U" + (struct.pack(">I", msg.xid) if msg.xid is not None else b"") + struct.pack(">I", msg.relation_id)
-    return _with_raw(b, i, head + b"K" + raw + b"O" + raw + b"N" + raw, "unexpected-byte")
+    # Encoded by the grammar: head N tuple, head K tuple N tuple, head O tuple N tuple; the
+    # case is head K tuple, then O tuple N tuple.
+    plain = _encode(m.Update(msg.xid, msg.relation_id, None, None, values))
+    keyed = _encode(m.Update(msg.xid, msg.relation_id, "K", values, values))
+    full = _encode(m.Update(msg.xid, msg.relation_id, "O", values, values))
+    head = 2 * len(plain) - len(keyed)
+    return _with_raw(b, i, keyed[:head + len(keyed) - len(plain)] + full[head:], "unexpected-byte")
 
 
 def _stream_insert(b: Builder) -> Callable[[], None]:
@@ -332,8 +333,9 @@ def _abort_tail_mismatch(draw: st.DrawFn, b: Builder) -> _Case:
     data = _payload(b, b.entries[i])
     if b.ctx.abort_tail:
         return _with_raw(b, i, data[:9], "truncated")
-    tail = struct.pack(">Qq", b.lsn, b.time)
-    return _with_raw(b, i, data + tail, "trailing-bytes")
+    msg: Any = b.entries[i].msg
+    with_tail = _encode(m.StreamAbort(msg.xid, msg.subtransaction_xid, b.lsn, b.time))
+    return _with_raw(b, i, data + with_tail[len(data):], "trailing-bytes")
 
 
 def _first_segment_not_boolean(draw: st.DrawFn, b: Builder) -> _Case:
