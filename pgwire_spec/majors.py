@@ -104,6 +104,17 @@ class Major:
     #: pg_promote() exists (12+): a standby can be promoted from SQL.
     promote_function: bool
 
+    # -- publications (docs: CREATE PUBLICATION) -------------------------------------------
+    #: Column lists and row filters (15+).
+    publication_filters: bool
+    #: pg_publication_tables.attnames names the published columns of a table without a
+    #: column list too (16+; NULL on 15).
+    publication_tables_attnames: bool
+    #: CREATE PUBLICATION's options: publish; publish_via_partition_root (13+), schemas
+    #: (TABLES IN SCHEMA, 15+), publish_generated_columns (18+: also generated columns in
+    #: column lists).
+    publication_options: frozenset[str]
+
     # -- derived -------------------------------------------------------------------------
     @property
     def commands(self) -> frozenset[str]:
@@ -124,6 +135,15 @@ class Major:
     def accepts(self, option: str) -> bool:
         """Whether pgoutput accepts *option*."""
         return option in self.pgoutput_options
+
+    @property
+    def publish_generated_columns(self) -> bool:
+        """Generated columns can be published (18+)."""
+        return "publish_generated_columns" in self.publication_options
+
+    def first_with(self, field: str, member: str) -> int | None:
+        """The first major of the table whose *field* holds *member* (for error messages)."""
+        return min((m for m, e in MAJORS.items() if member in getattr(e, field)), default=None)
 
     @property
     def reports_search_path(self) -> bool:
@@ -183,14 +203,18 @@ _10 = Major(
     backup_copy_protocol=False,
     terminated_tar=False,
     promote_function=False,
+    publication_filters=False,
+    publication_tables_attnames=False,
+    publication_options=frozenset({"publish"}),
 )
 # 11: pgoutput's Truncate; BASE_BACKUP NOVERIFY_CHECKSUMS.
 _11 = _10.next(11, truncate=True, add={"keywords": ["NOVERIFY_CHECKSUMS"], "backup_options": ["noverify_checksums"]})
 # 12: pg_promote().
 _12 = _11.next(12, promote_function=True)
-# 13: backup manifests.
+# 13: backup manifests; publish_via_partition_root.
 _13 = _12.next(13, backup_manifest=True, add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
-                                             "backup_options": ["manifest", "manifest_checksums"]})
+                                             "backup_options": ["manifest", "manifest_checksums"],
+                                             "publication_options": ["publish_via_partition_root"]})
 # 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby.
 _14 = _13.next(
     14, max_proto=2, streaming_values=("on",),
@@ -203,19 +227,22 @@ _14 = _13.next(
     ),
 )
 # 15: protocol 3 (two-phase); generic option lists; READ_REPLICATION_SLOT; no empty
-# transactions; BASE_BACKUP's COPY protocol, targets and server-side compression.
+# transactions; BASE_BACKUP's COPY protocol, targets and server-side compression;
+# publications' column lists, row filters and TABLES IN SCHEMA.
 _15 = _14.next(
     15, max_proto=3, generic_options=True, sends_empty_transactions=False, doubled_quote_since=19,
-    backup_copy_protocol=True, terminated_tar=True,
+    backup_copy_protocol=True, terminated_tar=True, publication_filters=True,
     add={"keywords": ["READ_REPLICATION_SLOT", "TWO_PHASE"], "slot_options": ["two_phase"],
-         "pgoutput_options": ["two_phase"]},
+         "pgoutput_options": ["two_phase"], "publication_options": ["schemas"]},
     remove={"keywords": [*_OLD_BACKUP_KEYWORDS, "NOVERIFY_CHECKSUMS", "MANIFEST", "MANIFEST_CHECKSUMS"]},
     backup_options=frozenset({"label", "progress", "checkpoint", "wait", "wal", "max_rate", "tablespace_map",
                               "verify_checksums", "manifest", "manifest_checksums", "target", "compression"}),
 )
-# 16: protocol 4 (parallel streaming), origin; int8 timelines; + scram_iterations, hash order.
+# 16: protocol 4 (parallel streaming), origin; int8 timelines; + scram_iterations, hash order;
+# pg_publication_tables.attnames for every table.
 _16 = _15.next(
     16, max_proto=4, timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15,
+    publication_tables_attnames=True,
     add={"pgoutput_options": ["origin"]},
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",
@@ -232,10 +259,11 @@ _17 = _16.next(
     add={"keywords": ["ALTER_REPLICATION_SLOT", "UPLOAD_MANIFEST"], "slot_options": ["failover"],
          "alter_slot_options": ["failover"], "backup_options": ["incremental"]},
 )
-# 18: ALTER_REPLICATION_SLOT two_phase; a missing publication is a WARNING; + search_path.
+# 18: ALTER_REPLICATION_SLOT two_phase; a missing publication is a WARNING; + search_path;
+# publish_generated_columns.
 _18 = _17.next(
     18, missing_publication_is_error=False, doubled_quote_since=5,
-    add={"alter_slot_options": ["two_phase"]},
+    add={"alter_slot_options": ["two_phase"], "publication_options": ["publish_generated_columns"]},
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "search_path", "is_superuser",
         "application_name", "default_transaction_read_only", "scram_iterations", "DateStyle",

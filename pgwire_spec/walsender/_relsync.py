@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import majors
 from .publications import Expression, Publication
 from .scenario import Column, Scenario, Table
 
@@ -69,7 +70,7 @@ def published_columns(table: Table, pub: Publication | None, major: int) -> tupl
     if entry is not None and entry.columns is not None:
         listed = set(entry.columns)
         return tuple(c for c in table.columns if c.name in listed)
-    stored = major >= 18 and pub is not None and pub.generated_columns == "stored"
+    stored = majors.major(major).publish_generated_columns and pub is not None and pub.generated_columns == "stored"
     return tuple(c for c in table.columns if c.generated is None or stored)
 
 
@@ -183,7 +184,7 @@ def publication_tables(scenario: Scenario, pub: Publication, major: int) -> list
         if entry is not None and entry.columns is not None:
             listed = set(entry.columns)
             attrs = tuple(i + 1 for i, c in enumerate(t.columns) if c.name in listed)
-        elif major < 16:
+        elif not majors.major(major).publication_tables_attnames:
             attrs = None
         else:
             cols = published_columns(t, pub, major)

@@ -1180,9 +1180,12 @@ class _Loader:
         self.keys(path, d, ("tables", "all_tables", "schemas", "publish", "publish_via_partition_root",
                             "publish_generated_columns"))
 
-        def since(key: str, first: int) -> None:
+        table = majors.major(major)
+
+        def since(key: str) -> None:
             # the server of the scenario's major refuses the option (the docs' CREATE PUBLICATION)
-            if major < first:
+            if key not in table.publication_options:
+                first = table.first_with("publication_options", key)
                 raise ScenarioError(f"{path}.{key}", f"a server of {first}+ (the scenario's is {major})",
                                     f"{key}")
 
@@ -1198,7 +1201,7 @@ class _Loader:
         all_tables = self.boolean(f"{path}.all_tables", d.get("all_tables", False))
         schemas: list[str] = []
         for i, sname in enumerate(d.get("schemas") or []):
-            since("schemas", 15)
+            since("schemas")
             sch = self.string(f"{path}.schemas[{i}]", sname)
             if not any(t.schema == sch for t in self.tables.values()):
                 raise ScenarioError(f"{path}.schemas[{i}]", "a schema of the scenario's tables "
@@ -1225,7 +1228,7 @@ class _Loader:
             raise ScenarioError(path, "all_tables, or tables and schemas", "both")
         via_root = False
         if "publish_via_partition_root" in d:
-            since("publish_via_partition_root", 13)
+            since("publish_via_partition_root")
             via_root = self.boolean(f"{path}.publish_via_partition_root", d["publish_via_partition_root"])
         for e in entries:
             if self.tables[e.table].relkind == "p" and not via_root and (e.where or e.columns):
@@ -1236,7 +1239,7 @@ class _Loader:
                                     f"the partitioned table {e.table}", "false")
         generated = "none"
         if "publish_generated_columns" in d:
-            since("publish_generated_columns", 18)
+            since("publish_generated_columns")
             value = d["publish_generated_columns"]
             generated = {True: "stored", False: "none"}.get(value, value) if isinstance(value, bool) else value
             if generated not in GENERATED_COLUMNS:
@@ -1248,7 +1251,7 @@ class _Loader:
         table = self.tables[tname]
         columns: tuple[str, ...] | None = None
         if "columns" in td:
-            if major < 15:
+            if not majors.major(major).publication_filters:
                 raise ScenarioError(f"{path}.columns", f"a server of 15+ (the scenario's is {major})", "a column list")
             cl = td["columns"]
             if not isinstance(cl, list) or not cl:
@@ -1259,7 +1262,7 @@ class _Loader:
                 if col is None:
                     raise ScenarioError(f"{path}.columns[{j}]", f"a column of {tname} "
                                         f"({', '.join(c.name for c in table.columns)})", repr(cname))
-                if col.generated is not None and major < 18:
+                if col.generated is not None and not majors.major(major).publish_generated_columns:
                     # 15-17: cannot use generated column "…" in publication column list
                     raise ScenarioError(f"{path}.columns[{j}]", "a column that is not generated (before 18)",
                                         repr(cname))
@@ -1269,7 +1272,7 @@ class _Loader:
             columns = tuple(names)
         where = None
         if "where" in td:
-            if major < 15:
+            if not majors.major(major).publication_filters:
                 raise ScenarioError(f"{path}.where", f"a server of 15+ (the scenario's is {major})", "a row filter")
             where = self.expression(f"{path}.where", td["where"], {c.name: c.type.name for c in table.columns})
         return PublishedTable(tname, columns, where)
