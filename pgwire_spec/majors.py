@@ -110,6 +110,10 @@ class Major:
     #: pg_publication_tables.attnames names the published columns of a table without a
     #: column list too (16+; NULL on 15).
     publication_tables_attnames: bool
+    #: pg_get_publication_tables takes every publication at once (16+), dropping partitions
+    #: whose ancestor is listed when any publication publishes via the root
+    #: (pg_publication.c, filter_partitions).
+    publication_tables_variadic: bool
     #: CREATE PUBLICATION's options: publish; publish_via_partition_root (13+), schemas
     #: (TABLES IN SCHEMA, 15+), publish_generated_columns (18+: also generated columns in
     #: column lists).
@@ -205,6 +209,7 @@ _10 = Major(
     promote_function=False,
     publication_filters=False,
     publication_tables_attnames=False,
+    publication_tables_variadic=False,
     publication_options=frozenset({"publish"}),
 )
 # 11: pgoutput's Truncate; BASE_BACKUP NOVERIFY_CHECKSUMS.
@@ -242,7 +247,7 @@ _15 = _14.next(
 # pg_publication_tables.attnames for every table.
 _16 = _15.next(
     16, max_proto=4, timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15,
-    publication_tables_attnames=True,
+    publication_tables_attnames=True, publication_tables_variadic=True,
     add={"pgoutput_options": ["origin"]},
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",

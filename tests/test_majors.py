@@ -42,7 +42,7 @@ def test_the_table_covers_10_to_18_and_each_entry_knows_its_major() -> None:
     ("truncate", 11), ("promote_function", 12), ("backup_manifest", 13), ("generic_options", 15),
     ("backup_copy_protocol", 15), ("terminated_tar", 15), ("manifest_system_identifier", 17),
     ("reports_search_path", 18), ("publication_filters", 15), ("publication_tables_attnames", 16),
-    ("publish_generated_columns", 18),
+    ("publish_generated_columns", 18), ("publication_tables_variadic", 16),
 ])
 def test_features_arrive_in_their_major_and_stay(feature: str, first: int) -> None:
     assert [m for m, e in majors.MAJORS.items() if getattr(e, feature)] == list(range(first, 19))

@@ -206,7 +206,7 @@ class _Answerer:
         whose ancestor is listed when any publication publishes via the root
         (filter_partitions in pg_publication.c)."""
         rows = self.pub_tables(pubnames)
-        if self.persona.major >= 16 and any(r.publication.via_root for r in rows):
+        if self.persona.table.publication_tables_variadic and any(r.publication.via_root for r in rows):
             names = {r.table.qualified_name for r in rows}
             rows = [r for r in rows
                     if not any(a.qualified_name in names for a in self.scenario.ancestors(r.table))]
@@ -214,7 +214,7 @@ class _Answerer:
         seen: dict[tuple[str, tuple[int, ...] | None], tuple[Table, tuple[int, ...] | None]] = {}
         for r in sorted(rows, key=lambda r: order[r.table.qualified_name]):
             attrs = r.attrs
-            if attrs is None and self.persona.major >= 15:
+            if attrs is None and self.persona.table.publication_filters:
                 # pg_publication_tables (15) lists every column when there is no list
                 attrs = tuple(range(1, len(r.table.columns) + 1))
             seen.setdefault((r.table.qualified_name, attrs), (r.table, attrs))
