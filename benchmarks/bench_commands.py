@@ -59,7 +59,7 @@ def tokens_only() -> Iterator[None]:
     saved = _parser._Parser.plugin_run, _parser._Parser.generic_run
 
     def none(self: _parser._Parser, start: int) -> _parser._Run:
-        return [], None, start
+        return [], None, start, False
 
     _parser._Parser.plugin_run = none  # type: ignore[method-assign]
     _parser._Parser.generic_run = none  # type: ignore[method-assign]

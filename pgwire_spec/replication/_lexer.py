@@ -11,9 +11,10 @@ Lexing, as repl_scanner.l does it:
 - whitespace is the table's (VT from 17 on); no comments.
 
 Linear time: each token is one match of one compiled pattern (flex's longest match: an LSN
-before a number or an identifier, which it always outmatches), and option lists are read a
-run of well-formed items at a time (:data:`Grammar.plugin_items`, :data:`Grammar.generic_items`),
-so a command of megabytes costs what reading its characters costs.
+before a number or an identifier, which it always outmatches), and an option list's
+well-formed items are read one pattern match each, with their comma
+(:attr:`Grammar.plugin_unit`, :attr:`Grammar.generic_unit`), so a command of megabytes costs
+what reading its characters costs.
 """
 
 from __future__ import annotations
@@ -74,14 +75,10 @@ class Grammar:
     doubled_quote: bool
     #: whitespace, then one token (or nothing: a character the patterns do not know)
     token: re.Pattern[str]
-    #: a run of whole ``item ,`` units of START_REPLICATION's plugin options / generic options
-    plugin_run: re.Pattern[str]
+    #: one whole option list item with its comma (or, the last, the ')' after it) of
+    #: START_REPLICATION's plugin options / generic options
     plugin_unit: re.Pattern[str]
-    generic_run: re.Pattern[str]
     generic_unit: re.Pattern[str]
-    #: the inside of a string / quoted identifier without its closing quote (for errors)
-    string_inside: re.Pattern[str]
-    qident_inside: re.Pattern[str]
 
     @property
     def major(self) -> int:
@@ -97,28 +94,26 @@ class Grammar:
 def _compile(table: Major, doubled: bool) -> Grammar:
     ws = "[" + re.escape(table.whitespace) + "]*+"
     qident = _QIDENT_DOUBLED if doubled else _QIDENT_PLAIN
-    token = re.compile(
-        f"{ws}(?:(?P<lsn>{_LSN_PAT})|(?P<uint>{_UINT_PAT})|(?P<ident>{_IDENT})|(?P<qident>{qident})"
-        f"|(?P<string>{_STRING_PAT}))?"
-    )
-    # One option list item followed by its comma (the last item, the ')' and anything
-    # irregular are the token parser's); the runs without capturing groups (a possessive
-    # repeat of capturing groups trips CPython 3.11's re: "The span of capturing group is
-    # wrong").
-    def units(capture: bool) -> tuple[str, str]:
+    # Quoted texts are not the pattern's: lex() reads them with str.find, which a text of
+    # megabytes inside quotes needs (a character class walks it many times slower).
+    token = re.compile(f"{ws}(?:(?P<lsn>{_LSN_PAT})|(?P<uint>{_UINT_PAT})|(?P<ident>{_IDENT}))?")
+    # One option list item followed by its comma or, the last one, by the ')' (which, and
+    # anything irregular, is the token parser's).
+    def units() -> tuple[str, str]:
         def c(p: str) -> str:
-            return f"({p})" if capture else f"(?:{p})"
+            return f"({p})"
 
-        # a quoted text's group is its inside
-        qi, si = f'"{c(qident[1:-1])}"', f"'{c(_STRING_PAT[1:-1])}'"
+        # a quoted text's group is its inside; a long one (or one with many doubled
+        # quotes) is left to the token parser, which reads it with str.find
+        qi, si = (f"{q}{c(_bounded(inside))}{q}" for q, inside in (('"', qident[1:-1]), ("'", _STRING_PAT[1:-1])))
         name = f"(?:{qi}|{c(_IDENT)})"
-        sep = c(f"{ws},{ws}")
+        # the comma after an item, or (the last item) nothing before the closing ')'
+        sep = f"(?:{c(f'{ws},{ws}')}|(?={ws}\\)))"
         plugin = f"{name}(?:{ws}{si})?{sep}"
         generic = f"{name}(?:{ws}(?:{qi}|{c(_IDENT)}|{si}|{c(_UINT_PAT)}))?{sep}"
         return plugin, generic
 
-    plugin, generic = units(True)
-    plugin_run, generic_run = units(False)
+    plugin, generic = units()
     return Grammar(
         table=table,
         keywords=table.keywords,
@@ -126,12 +121,8 @@ def _compile(table: Major, doubled: bool) -> Grammar:
         option_keywords=table.option_keywords,
         doubled_quote=doubled,
         token=token,
-        plugin_run=re.compile(f"(?:{plugin_run})*+"),
         plugin_unit=re.compile(plugin),
-        generic_run=re.compile(f"(?:{generic_run})*+"),
         generic_unit=re.compile(generic),
-        string_inside=re.compile(_STRING_PAT[1:-1]),
-        qident_inside=re.compile(qident[1:-1]),
     )
 
 
@@ -151,6 +142,11 @@ def grammar(server_major: int | None, server_minor: int | None = None) -> Gramma
     return _compile(table, table.doubled_quote(server_minor))
 
 
+def _bounded(inside: str) -> str:
+    """A quoted text's inside pattern, bounded: at most 64 runs of 256 characters."""
+    return inside.replace(")*+", "){0,64}+").replace("*+", "{0,256}+")
+
+
 def truncate_identifier(name: str) -> str:
     """truncate_identifier: at most NAMEDATALEN-1 bytes, cut on a character boundary."""
     if len(name) < _NAMEDATALEN // 4:
@@ -161,19 +157,6 @@ def truncate_identifier(name: str) -> str:
         if size > _NAMEDATALEN - 1:
             return name[:i]
     return name
-
-
-def unquote_identifier(raw: str, doubled: bool) -> str:
-    """The name inside a double-quoted identifier's text."""
-    inner = raw[1:-1]
-    if doubled and '""' in inner:
-        inner = inner.replace('""', '"')
-    return truncate_identifier(inner)
-
-
-def unquote_string(raw: str) -> str:
-    inner = raw[1:-1]
-    return inner.replace("''", "'") if "''" in inner else inner
 
 
 def describe(tok: _Token, text: str) -> str:
@@ -202,20 +185,34 @@ def _nul(text: str, position: int) -> CommandSyntaxError:
     )
 
 
-def _unterminated(text: str, pos: int, g: Grammar) -> CommandSyntaxError:
-    """The error for a quote at *pos* that the token pattern could not close: a NUL inside
-    it, or no closing quote."""
+def _quoted(text: str, pos: int, g: Grammar) -> _Token:
+    """A string literal or a quoted identifier from its opening quote at *pos* (xq / xd:
+    a doubled quote is a quote, in identifiers from the release the table names)."""
     quote = text[pos]
-    inside = g.string_inside if quote == "'" else g.qident_inside
-    m = inside.match(text, pos + 1)
-    end = m.end() if m else pos + 1
-    if end < len(text) and text[end] == "\x00":
-        return _nul(text, end)
-    what = "string" if quote == "'" else "identifier"
-    return CommandSyntaxError(
-        expected=f"a closing {quote} for the {what} that starts at position {pos}",
-        found=f"end of text (unterminated quoted {what})", position=len(text), text=text,
-    )
+    doubling = quote == "'" or g.doubled_quote
+    n = len(text)
+    parts = []
+    i = pos + 1
+    while True:
+        j = text.find(quote, i)
+        nul = text.find("\x00", i, n if j < 0 else j)
+        if nul >= 0:
+            raise _nul(text, nul)
+        if j < 0:
+            what = "string" if quote == "'" else "identifier"
+            raise CommandSyntaxError(
+                expected=f"a closing {quote} for the {what} that starts at position {pos}",
+                found=f"end of text (unterminated quoted {what})", position=n, text=text,
+            )
+        parts.append(text[i:j])
+        if doubling and j + 1 < n and text[j + 1] == quote:  # xqdouble / xddouble
+            parts.append(quote)
+            i = j + 2
+            continue
+        inside = "".join(parts)
+        if quote == "'":
+            return _Token(_STRING, inside, pos, j + 1)
+        return _Token(_IDENT, truncate_identifier(inside), pos, j + 1, quoted=True)
 
 
 def uint_value(raw: str, pos: int, text: str) -> int:
@@ -243,7 +240,7 @@ def lex(text: str, pos: int, g: Grammar) -> _Token:
         if ch == "\x00":
             raise _nul(text, start)
         if ch in "'\"":
-            raise _unterminated(text, start, g)
+            return _quoted(text, start, g)
         return _Token(_CHAR, ch, start, start + 1)
     start, end = m.span(kind)
     raw = m.group(kind)
@@ -251,10 +248,6 @@ def lex(text: str, pos: int, g: Grammar) -> _Token:
         if raw in g.keywords:
             return _Token(_KW, raw, start, end)
         return _Token(_IDENT, truncate_identifier(raw.translate(_FOLD)), start, end)
-    if kind == "qident":
-        return _Token(_IDENT, unquote_identifier(raw, g.doubled_quote), start, end, quoted=True)
-    if kind == "string":
-        return _Token(_STRING, unquote_string(raw), start, end)
     if kind == "uint":
         return _Token(_UINT, uint_value(raw, start, text), start, end)
     hi, lo = raw.split("/")

@@ -52,8 +52,9 @@ from ._lexer import (
     uint_value,
 )
 
-#: Whole option list items read at once: the items, the first separator, where they end.
-_Run = tuple[list[tuple[str, object]], str | None, int]
+#: Whole option list items read at once: the items, the first separator, where they end,
+#: whether the last of them is the list's last (a ')' follows, no comma).
+_Run = tuple[list[tuple[str, object]], str | None, int, bool]
 _BOOLEAN_WORDS: dict[str, OptionValue] = {"true": True, "false": False}
 
 
@@ -157,7 +158,7 @@ class _Parser:
 
     def seek(self, pos: int) -> None:
         """Continue lexing at *pos*, after a run of items read at once (which ended with a
-        comma)."""
+        comma, or with the last item)."""
         self.tok = None
         self.pos = pos
         self.prev = _Token(_CHAR, ",", pos, pos)
@@ -168,19 +169,22 @@ class _Parser:
     ) -> tuple[tuple[str, object], ...]:
         """``'(' item (',' item)* ')'``, the '(' just taken; records the spacing as *key*.
 
-        Whole ``item ,`` units are read a run at a time by *run* (one pattern match for
-        the run, one per item to take its parts); the last item, the ``)`` and anything the
-        run leaves (a keyword where a value goes, a number out of range) token by token."""
+        Whole items with their comma (the last one: with the ``)`` after it) are read a run
+        at a time by *run* (one pattern match for the run, one per item to take its parts);
+        the ``)`` and anything the run leaves (a keyword where a value goes, a number out of
+        range, a stray token) token by token."""
         assert self.prev is not None
         opening = self.text[self.prev.start:self.peek().start]
         items: list[tuple[str, object]] = []
         sep: str | None = None
         while True:
-            got, first_sep, end = run(self.peek().start)
+            got, first_sep, end, last = run(self.peek().start)
             if got:
                 items.extend(got)
                 sep = first_sep if sep is None else sep
                 self.seek(end)
+                if last:
+                    break  # the run read the last item; the ')' follows
             items.append(item())
             before = self.prev.end
             if self.accept_char(",") is None:
@@ -195,20 +199,21 @@ class _Parser:
     def plugin_run(self, start: int) -> _Run:
         """START_REPLICATION's plugin options from *start*, as many whole units as there are."""
         g, text = self.g, self.text
-        m = g.plugin_run.match(text, start)
-        end = m.end() if m else start
-        if end == start:
-            return [], None, start
         out: list[tuple[str, object]] = []
         append = out.append
         keywords, doubled = g.keywords, g.doubled_quote
         quoted_all = True
         first_sep: str | None = None
-        for unit in g.plugin_unit.finditer(text, start, end):
+        last = False
+        match, end = g.plugin_unit.match, start
+        while not last:
+            # one anchored match a unit (a search could look past the items)
+            unit = match(text, end)
+            if unit is None:
+                break
             qname, name, value, sep = unit.groups()
             if name is not None:
                 if name in keywords:  # a keyword names no plugin option: the parser says so
-                    end = unit.start()
                     break
                 quoted_all = False
                 name = name.translate(_FOLD)
@@ -221,25 +226,27 @@ class _Parser:
             append((name, value))
             if first_sep is None:
                 first_sep = sep
+            last = sep is None
+            end = unit.end()
         if out:
             self.style["quote_option_names"] = bool(self.style.get("quote_option_names", True)) and quoted_all
-        return out, first_sep, end
+        return out, first_sep, end, last
 
     def generic_run(self, start: int) -> _Run:
         """Generic options (``name [value]``) from *start*, as many whole units as there are."""
         g, text = self.g, self.text
-        m = g.generic_run.match(text, start)
-        end = m.end() if m else start
-        if end == start:
-            return [], None, start
         out: list[tuple[str, object]] = []
         keywords, doubled, style = g.keywords, g.doubled_quote, self.style
         first_sep: str | None = None
-        for unit in g.generic_unit.finditer(text, start, end):
+        last = False
+        match, end = g.generic_unit.match, start
+        while not last:
+            unit = match(text, end)
+            if unit is None:
+                break
             qname, name, qvalue, ivalue, svalue, uvalue, sep = unit.groups()
             if name is not None:
                 if name in keywords and name not in g.option_keywords:  # the parser says why
-                    end = unit.start()
                     break
                 raw = name
                 name = name.translate(_FOLD)
@@ -256,7 +263,6 @@ class _Parser:
             value: OptionValue
             if ivalue is not None:
                 if ivalue in keywords:  # a keyword is no value: the parser says so
-                    end = unit.start()
                     break
                 word = truncate_identifier(ivalue.translate(_FOLD))
                 value = _BOOLEAN_WORDS.get(word, word)
@@ -272,7 +278,9 @@ class _Parser:
             out.append((name, value))
             if first_sep is None:
                 first_sep = sep
-        return out, first_sep, end
+            last = sep is None
+            end = unit.end()
+        return out, first_sep, end, last
 
     def generic_option(self) -> tuple[str, OptionValue]:
         tok = self.peek()
