@@ -103,6 +103,9 @@ class Major:
     terminated_tar: bool
     #: pg_promote() exists (12+): a standby can be promoted from SQL.
     promote_function: bool
+    #: pg_create_logical_replication_slot's arguments at most: name, plugin, temporary;
+    #: twophase (14+); failover (17+).
+    create_slot_function_args: int
 
     # -- publications (docs: CREATE PUBLICATION) -------------------------------------------
     #: Column lists and row filters (15+).
@@ -207,6 +210,7 @@ _10 = Major(
     backup_copy_protocol=False,
     terminated_tar=False,
     promote_function=False,
+    create_slot_function_args=3,
     publication_filters=False,
     publication_tables_attnames=False,
     publication_tables_variadic=False,
@@ -224,7 +228,7 @@ _13 = _12.next(13, backup_manifest=True, add={"keywords": ["MANIFEST", "MANIFEST
 _14 = _13.next(
     14, max_proto=2, streaming_values=("on",),
     add={"pgoutput_options": ["binary", "messages", "streaming"]},
-    doubled_quote_since=24,
+    doubled_quote_since=24, create_slot_function_args=4,
     parameter_status=(
         "application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
         "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser", "server_encoding",
@@ -260,7 +264,7 @@ _16 = _15.next(
 # whitespace; manifest version 2; the new missing-option text.
 _17 = _16.next(
     17, whitespace=" \t\n\r\f\v", manifest_system_identifier=True, quoted_missing_option=True,
-    doubled_quote_since=11,
+    doubled_quote_since=11, create_slot_function_args=5,
     add={"keywords": ["ALTER_REPLICATION_SLOT", "UPLOAD_MANIFEST"], "slot_options": ["failover"],
          "alter_slot_options": ["failover"], "backup_options": ["incremental"]},
 )

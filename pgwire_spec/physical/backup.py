@@ -218,7 +218,7 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int | Major) -> BackupOption
             text = _string(name, value)
             if text.lower() != "none":
                 raise ServerError("0A000", f'server-side compression "{text}" is not served by the fake walsender')
-        elif key == "incremental" and major >= 17:
+        elif key == "incremental" and key in table.backup_options:
             # basebackup.c (17+) parse_basebackup_options: INCREMENTAL needs summarize_wal,
             # off by default and off on the fake (it keeps no WAL summaries).
             if _bool(name, value):

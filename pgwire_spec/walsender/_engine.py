@@ -34,6 +34,7 @@ from pglast.enums import AlterPublicationAction, ObjectType, PublicationObjSpecT
 from pglast.parser import ParseError
 from pglast.stream import RawStream
 
+from .. import majors
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput import messages as m
 from ._base import SlotState
@@ -556,14 +557,14 @@ class SqlEngine:
                 raise ServerError("42601", "conflicting or redundant options")
             if opt.defname == "publish":
                 actions = {a.strip().lower() for a in str(value).split(",") if a.strip()}
-                allowed = {"insert", "update", "delete"} | ({"truncate"} if self.major >= 11 else set())
+                allowed = {"insert", "update", "delete"} | ({"truncate"} if majors.major(self.major).truncate else set())
                 for a in actions:
                     if a not in allowed:
                         raise ServerError("22023", f'unrecognized value for publication option "publish": "{a}"')
                 out["actions"] = frozenset(actions)
-            elif opt.defname == "publish_via_partition_root" and self.major >= 13:
+            elif opt.defname == "publish_via_partition_root" and opt.defname in majors.major(self.major).publication_options:
                 out["via_root"] = _bool(value)
-            elif opt.defname == "publish_generated_columns" and self.major >= 18:
+            elif opt.defname == "publish_generated_columns" and majors.major(self.major).publish_generated_columns:
                 if str(value) not in ("none", "stored"):
                     raise ServerError("22023", f'invalid value for publication parameter "publish_generated_columns": '
                                                f'"{value}"')
@@ -581,7 +582,7 @@ class SqlEngine:
             kind = spec.pubobjtype
             if kind == PublicationObjSpecType.PUBLICATIONOBJ_TABLE:
                 pt = spec.pubtable
-                if (pt.columns or pt.whereClause is not None) and self.major < 15:
+                if (pt.columns or pt.whereClause is not None) and not majors.major(self.major).publication_filters:
                     raise ServerError("42601", 'syntax error at or near "("' if pt.columns
                                       else 'syntax error at or near "WHERE"')
                 rel = pt.relation
@@ -604,7 +605,7 @@ class SqlEngine:
                 tables.append(PublishedTable(t.qualified_name, columns, where))
             elif kind in (PublicationObjSpecType.PUBLICATIONOBJ_TABLES_IN_SCHEMA,
                           PublicationObjSpecType.PUBLICATIONOBJ_TABLES_IN_CUR_SCHEMA):
-                if self.major < 15:
+                if "schemas" not in majors.major(self.major).publication_options:
                     raise ServerError("42601", 'syntax error at or near "TABLES"')
                 schema = spec.name if kind == PublicationObjSpecType.PUBLICATIONOBJ_TABLES_IN_SCHEMA else "public"
                 known = {t.schema for t in self._tables()} | {"public"}
@@ -831,7 +832,7 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         name = call.funcname[-1].sval
         alias = node.alias or ast.Alias(aliasname=name)
         if name == "pg_get_publication_tables":
-            if self.engine.major < 16 and len(call.args or ()) != 1:
+            if not majors.major(self.engine.major).publication_tables_variadic and len(call.args or ()) != 1:
                 raise ServerError("42883", "function pg_get_publication_tables does not exist")
             lateral = bool(node.lateral)
             try:
@@ -926,7 +927,7 @@ def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[An
     server = engine.server
     major = engine.major
     if name == "pg_create_logical_replication_slot":
-        most = 5 if major >= 17 else 4 if major >= 14 else 3
+        most = majors.major(major).create_slot_function_args
         if not 2 <= len(args) <= most:
             raise ServerError("42883", f"function {name} with {len(args)} arguments does not exist")
         slot_name, plugin = args[0], args[1]
