@@ -48,8 +48,8 @@ def status(cid: str, entries: list[Entry], **kw: Any) -> str:
 def test_keepalive_reply() -> None:
     asked = [k(1.0, BASE, reply=True)]
     assert status("keepalive-reply", asked + [r(1.1, BASE), k(5.0, BASE)]) == "passed"
-    grade = case("keepalive-reply").grade(Run(asked + [r(3.5, BASE), k(5.0, BASE)]))
-    assert grade.status == "failed" and "within 2 s" in grade.reason
+    grade = case("keepalive-reply").grade(Run(asked + [r(4.5, BASE), k(6.0, BASE)]))
+    assert grade.status == "failed" and "within 3 s" in grade.reason
     assert grade.evidence[0].startswith(">") and "CopyData k" in grade.evidence[0]
     # a closed connection owes no answer; a keepalive at the window's end is not judged
     assert status("keepalive-reply", asked + [Entry(1, "B", 1.5, event="reset"), k(5.0, BASE, conn=2)]) == "passed"
@@ -96,7 +96,7 @@ def test_shutdown() -> None:
     assert status("shutdown", down + [Entry(1, "F", 0.6, event="closed"), k(4, BASE, conn=2)]) == "passed"
     assert status("shutdown", down + [r(1.0, BASE), k(4, BASE, conn=2)]) == "failed"
     # a close the runner caused (stopping the client) is not the client's answer
-    assert status("shutdown", down + [Entry(1, "F", 3.0, event="closed")], stopped=3.0) == "failed"
+    assert status("shutdown", down + [Entry(1, "F", 4.0, event="closed")], stopped=4.0) == "failed"
     assert status("shutdown", down + [Entry(1, "F", 1.0, event="closed")], stopped=1.0) == "not applicable"
     assert status("shutdown", down[:1]) == "not applicable"
 
