@@ -658,27 +658,36 @@ def _lsn_backwards(draw: st.DrawFn, b: Builder) -> tuple[list[Any], int, str]:
                      PrimaryKeepalive(draw(st.integers(0, high - 1)), b.time, False)]
         return msgs, p + 1, "walsender-lsn-backwards"
     if kind == "in-transaction":
-        # a non-zero LSN below an earlier one of the same transaction or streamed block
+        # a non-zero LSN below an earlier one of the same transaction or streamed block: the
+        # checker compares LSNs from the unit's opener on (an opener written at LSN 0 under
+        # E-ZERO-LSN included), so the bound is the unit's highest LSN before the site
+        def unit_high(i: int) -> int:
+            u = i - 1
+            while u >= 0 and not (b.entries[u].msg.tag in "BbS" and _state_at(b, u) == _state.IDLE):
+                u -= 1
+            return max((b.entries[k].lsn for k in range(max(u, 0), i)), default=0)
+
         def pred(i: int, e: Entry) -> bool:
-            if e.lsn == 0 or _state_at(b, i) == _state.IDLE:
-                return False
-            j = i - 1
-            while j >= 0 and b.entries[j].lsn == 0:
-                j -= 1
-            return j >= 0 and (_state_at(b, j) != _state.IDLE or b.entries[j].msg.tag in "BbS")
+            return e.lsn != 0 and _state_at(b, i) != _state.IDLE and unit_high(i) >= 2
 
         i = draw(st.sampled_from(_sites(b, pred, _force_txn(b, "insert"))))
+        prev = unit_high(i)
     else:
-        # a transaction end below the previous transaction end
+        # a transaction end below the previous transaction end (or non-transactional message):
+        # the checker's bound is the highest of those, not of every earlier LSN
         def ends() -> list[int]:
-            return [i for i, e in enumerate(b.entries) if e.msg.tag in _ENDS_TAGS and e.lsn]
+            return [i for i, e in enumerate(b.entries) if e.lsn and (
+                e.msg.tag in _ENDS_TAGS or (e.msg.tag == "M" and _state_at(b, i) == _state.IDLE))]
 
-        if len(ends()) < 2:
+        def end_high(i: int) -> int:
+            return max((b.entries[k].lsn for k in ends() if k < i), default=0)
+
+        if len([k for k in ends()[1:] if end_high(k) >= 2]) < 1:
             b.transaction(changes=0)
             b.transaction(changes=0)
-        i = draw(st.sampled_from(ends()[1:]))
+        i = draw(st.sampled_from([k for k in ends()[1:] if end_high(k) >= 2]))
+        prev = end_high(i)
     lsns = [x.lsn for x in b.entries]
-    prev = max(x.lsn for x in b.entries[:i])
     lsns[i] = draw(st.integers(1, prev - 1))
     msgs, where = frame(draw, [_encode(x.msg) for x in b.entries], lsns, trailing_keepalive=False)
     return msgs, where[i], "walsender-lsn-backwards"
