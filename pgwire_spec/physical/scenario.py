@@ -20,14 +20,13 @@ directory, then in ``fixtures/physical/`` of the source tree.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .._resources import fixtures_dir
-from ..walsender.replay import _find, read_recording
-from ..walsender.scenario import ScenarioError, check_bounds
+from ..walsender.replay import _find, _read_json
+from ..walsender.scenario import ScenarioError
 from ..walsender.scenario import lsn_value as _lsn
 from .backup import BackupSource
 from .recording import PhysicalRecording, parse_recording
@@ -53,14 +52,7 @@ def _recording(path: str, value: Any, base: Path | None, roots: tuple[Path, ...]
         p = _find(p, base, roots, path)
     # The same bounds as a replay's file: a regular file, at most MAX_RECORDING_BYTES once
     # gunzipped, JSON of bounded nesting and size; then the recording's own structure.
-    raw = read_recording(p, path)
-    try:
-        doc = json.loads(raw)
-    except RecursionError:
-        raise ScenarioError(path, "JSON nested at most a few hundred levels", "deeper nesting") from None
-    except ValueError as exc:
-        raise ScenarioError(path, "a physical recording (JSON, optionally gzip-compressed)", str(exc)[:200]) from None
-    check_bounds(doc, path)
+    doc = _read_json(p, path)
     from ..capture.fixture import FixtureError  # the capture package imports psycopg: not at import time
 
     try:
