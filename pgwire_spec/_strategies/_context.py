@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ..errors import OptionError
 from ..pgoutput import _catalogue
-from ..pgoutput.decoder import _check_options, normalize_streaming
+from ..pgoutput.decoder import _check_options, decoder_options, normalize_streaming
 
 __all__ = ["ProtocolContext", "contexts", "Streaming", "Origin"]
 
@@ -42,13 +42,7 @@ class ProtocolContext:
     @property
     def decoder_options(self) -> dict[str, Any]:
         """The keyword arguments of :class:`~pgwire_spec.PgOutputDecoder` for this context."""
-        return {
-            "protocol_version": self.protocol_version,
-            "streaming": self.streaming,
-            "two_phase": self.two_phase,
-            "binary": self.binary,
-            "messages": self.messages,
-        }
+        return decoder_options(self)
 
     @property
     def abort_tail(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import majors
+from ..pgoutput.decoder import decoder_options
 
 __all__ = ["OptionSet", "SERVER_OPTIONS", "max_protocol", "option_sets"]
 
@@ -80,13 +81,7 @@ class OptionSet:
 
     def context(self) -> dict[str, Any]:
         """The decoder's options for this set (``PgOutputDecoder(**context)``)."""
-        return {
-            "protocol_version": self.protocol_version,
-            "streaming": self.streaming,
-            "two_phase": self.two_phase,
-            "binary": self.binary,
-            "messages": self.messages,
-        }
+        return decoder_options(self)
 
 
 def option_sets(major: int, publication: str, extra_publications: tuple[str, ...] = (),

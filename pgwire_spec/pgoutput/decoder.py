@@ -15,7 +15,17 @@ from ._codec import _DECODERS, BAD_INPUT, decode_payload, explain_payload
 _STREAM = _state.STREAM
 _LAZY = TupleValues
 
-__all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming"]
+__all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming", "DECODER_OPTIONS",
+           "decoder_options"]
+
+#: The options that change how a pgoutput stream reads (PgOutputDecoder's keywords, strict
+#: aside); every context type that makes a decoder hands over these, by these names.
+DECODER_OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
+
+
+def decoder_options(context: Any) -> dict[str, Any]:
+    """``PgOutputDecoder(**decoder_options(x))`` for any object with those attributes."""
+    return {name: getattr(context, name) for name in DECODER_OPTIONS}
 
 Streaming = Literal["off", "on", "parallel"]
 
@@ -195,14 +205,7 @@ class PgOutputDecoder:
     @property
     def options(self) -> dict[str, Any]:
         """The keyword arguments that make an equal decoder."""
-        return {
-            "protocol_version": self.protocol_version,
-            "streaming": self.streaming,
-            "two_phase": self.two_phase,
-            "binary": self.binary,
-            "messages": self.messages,
-            "strict": self.strict,
-        }
+        return {**decoder_options(self), "strict": self.strict}
 
     @property
     def relations(self) -> dict[int, m.Relation]:
