@@ -1,6 +1,9 @@
-"""A modest number of examples reaches everything: at most 200 streams per protocol context
-reach every message kind that context allows and every tuple kind, and 200 streams with
-the context drawn reach every protocol version. Derandomized, so the numbers are stable."""
+"""A modest number of examples reaches everything: at most 400 streams per protocol context
+reach every message kind that context allows and every tuple kind, and 400 streams with
+the context drawn reach every protocol version. Derandomized; the budget leaves room
+because a text value in a binary context (a type without a send function) is rare: over
+random seeds it first appears after 50 to 200 streams, and a full run under load once
+drew it past 200."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pgwire_spec.pgoutput.messages import tuple_kinds
 from pgwire_spec.strategies import ProtocolContext, Stream, streams
 from tests.strategies._common import SLOW_DATA, tuples
 
-BUDGET = 200
+BUDGET = 400
 
 CONTEXTS = [
     ProtocolContext(1),

@@ -169,7 +169,7 @@ def test_a_change_kind_the_builder_does_not_draw_comes_from_its_catalogue_entry(
     openers = (m.Begin, m.BeginPrepare, m.StreamStart)
     mid_block: list[m.Origin] = []
 
-    @fast(60)
+    @fast(200)  # an Origin mid-block is one draw among many: room for it on any seed
     @given(streams(origin="any"))
     def check(stream: Stream) -> None:
         decoder = PgOutputDecoder(**stream.options, strict=True)
