@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
 import sys
 from pathlib import Path
 
-from .serve import add_control_arguments, parse_control, ready_line, write_ready_file
+from .serve import add_control_arguments, parse_control, run_until_stopped
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,44 +61,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(proxy: object, args: argparse.Namespace) -> int:
-    from .. import __version__
     from ..control.proxy import ProxyTarget
-    from ..control.server import ControlServer
     from ..proxy import ReplicationProxy
 
     assert isinstance(proxy, ReplicationProxy)
     proxy._on_violation = lambda v: print(f"violation: {v}", file=sys.stderr, flush=True)  # type: ignore[method-assign]
     await proxy.start()
-    stop = asyncio.Event()
-    control = None
-    control_at = parse_control(args.control)
-    if control_at is not None:
-        try:
-            control = await ControlServer(ProxyTarget(proxy), host=control_at[0], port=control_at[1],
-                                          token=args.control_token, on_stop=stop.set, version=__version__).start()
-        except BaseException:
-            await proxy.stop()
-            raise
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-            pass
-    print(ready_line(proxy.host, proxy.port, proxy.dsn, control.url if control else None), flush=True)
-    if args.ready_file:
-        write_ready_file(args.ready_file, {"host": proxy.host, "port": proxy.port, "dsn": proxy.dsn,
-                                           "control": control.url if control else None, "pid": os.getpid()})
-    if not args.quiet:
-        up = proxy.upstream
-        print(f"proxy to {up.get('host', 'localhost')}:{up.get('port', '5432')} "
-              f"(sslmode {up.get('sslmode', 'prefer')}); Ctrl-C to stop", file=sys.stderr, flush=True)
-    try:
-        await stop.wait()
-    finally:
-        if control is not None:
-            await control.stop()
-        await proxy.stop()
+    up = proxy.upstream
+    await run_until_stopped(proxy, ProxyTarget(proxy), args, lambda: (
+        f"proxy to {up.get('host', 'localhost')}:{up.get('port', '5432')} "
+        f"(sslmode {up.get('sslmode', 'prefer')}); Ctrl-C to stop"))
     if not args.quiet:
         print(f"stopped after {proxy.state.count} connection(s), {len(proxy.violations)} violation(s)"
               + (f", {len(proxy.recorded)} session(s) recorded in {args.record}" if args.record else ""),

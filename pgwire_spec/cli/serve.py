@@ -8,6 +8,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,6 +81,44 @@ def write_ready_file(path: str, info: dict[str, object]) -> None:
     os.replace(tmp, path)
 
 
+async def run_until_stopped(service: Any, target: Any, args: argparse.Namespace, banner: Callable[[], str]) -> None:
+    """What serve and proxy share once *service* (a started FakeWalsender or
+    ReplicationProxy) listens: the control plane over *target* when --control is given,
+    SIGINT/SIGTERM/SIGHUP as a stop, the ready line and --ready-file, *banner* on stderr;
+    then wait for a stop (a signal or the control plane's) and stop both."""
+    from .. import __version__
+    from ..control.server import ControlServer
+
+    stop = asyncio.Event()
+    control = None
+    control_at = parse_control(args.control)
+    if control_at is not None:
+        try:
+            control = await ControlServer(target, host=control_at[0], port=control_at[1],
+                                          token=args.control_token, on_stop=stop.set, version=__version__).start()
+        except BaseException:
+            await service.stop()
+            raise
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+            pass
+    print(ready_line(service.host, service.port, service.dsn, control.url if control else None), flush=True)
+    if args.ready_file:
+        write_ready_file(args.ready_file, {"host": service.host, "port": service.port, "dsn": service.dsn,
+                                           "control": control.url if control else None, "pid": os.getpid()})
+    if not args.quiet:
+        print(banner(), file=sys.stderr, flush=True)
+    try:
+        await stop.wait()
+    finally:
+        if control is not None:
+            await control.stop()
+        await service.stop()
+
+
 def run(args: argparse.Namespace) -> int:
     from .._resources import scenario_path
     from ..walsender import load_scenario
@@ -116,40 +156,13 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
                            transcript_file=args.transcript or None,
                            transcript_limit=args.transcript_limit if args.transcript else None)
     await server.start()
-    stop = asyncio.Event()
-    control = None
-    if control_at is not None:
-        from .. import __version__
-        from ..control.fake import FakeTarget
-        from ..control.server import ControlServer
+    from ..control.fake import FakeTarget
 
-        try:
-            control = await ControlServer(FakeTarget(server), host=control_at[0], port=control_at[1],
-                                          token=args.control_token, on_stop=stop.set, version=__version__).start()
-        except BaseException:
-            await server.stop()
-            raise
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-            pass
     sc = server.scenario
-    print(ready_line(server.host, server.port, server.dsn, control.url if control else None), flush=True)
-    if args.ready_file:
-        write_ready_file(args.ready_file, {"host": server.host, "port": server.port, "dsn": server.dsn,
-                                           "control": control.url if control else None, "pid": os.getpid()})
-    if not args.quiet:
-        print(f"PostgreSQL {sc.server.version} persona, database {sc.server.database}, auth {sc.auth.method}, "
-              f"publications {', '.join(p.name for p in sc.publications) or 'none'}; Ctrl-C to stop",
-              file=sys.stderr, flush=True)
-    try:
-        await stop.wait()
-    finally:
-        if control is not None:
-            await control.stop()
-        await server.stop()  # also writes the transcript's last records
+    # stopping the server also writes the transcript's last records
+    await run_until_stopped(server, FakeTarget(server), args, lambda: (
+        f"PostgreSQL {sc.server.version} persona, database {sc.server.database}, auth {sc.auth.method}, "
+        f"publications {', '.join(p.name for p in sc.publications) or 'none'}; Ctrl-C to stop"))
     if not args.quiet:
         print(f"stopped after {server.state.count} connection(s)", file=sys.stderr)
     return 0
