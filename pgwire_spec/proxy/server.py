@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import PgWireError
 from ..walsender.faults import Fault
+from ..walsender.server import conninfo_value, reset_connection
 from ..wire import ErrorResponse, encode_message
 from .core import Close, Forward, Pause, ProxySession, ProxyState, Violation
 from .record import write_session
@@ -91,7 +92,7 @@ class ReplicationProxy:
         """The upstream DSN with the proxy's address (no ssl settings: clients talk plain text)."""
         keep = {k: v for k, v in self.upstream.items()
                 if k not in ("host", "hostaddr", "port") and not k.startswith("ssl") and k != "channel_binding"}
-        parts = [f"host={self.host}", f"port={self.port}"] + [f"{k}={_quote(v)}" for k, v in keep.items()]
+        parts = [f"host={self.host}", f"port={self.port}"] + [f"{k}={conninfo_value(v)}" for k, v in keep.items()]
         return " ".join(parts)
 
     @property
@@ -379,21 +380,15 @@ class ReplicationProxy:
                      act: Close) -> None:
         if act.everyone:
             for w, uw in list(self._links.values()):
-                _reset(w)
+                reset_connection(w)
                 if uw is not None:
                     uw.transport.abort()
             return
         if act.reset:
-            _reset(writer)
+            reset_connection(writer)
         else:
             await _drain_close(writer)
         up_writer.transport.abort()
-
-
-def _quote(value: str) -> str:
-    if value and not any(c.isspace() or c in "'\\" for c in value):
-        return value
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _nodelay(writer: asyncio.StreamWriter) -> None:
@@ -403,16 +398,6 @@ def _nodelay(writer: asyncio.StreamWriter) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
-
-
-def _reset(writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-    writer.transport.abort()
 
 
 async def _drain_close(writer: asyncio.StreamWriter) -> None:

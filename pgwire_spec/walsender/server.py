@@ -94,7 +94,7 @@ class FakeWalsender:
         """A libpq connection string (no ``replication=``: clients add it themselves)."""
         dsn = f"host={self.host} port={self.port} dbname={self.scenario.server.database} user={self.user}"
         if self.password is not None:
-            dsn += " password=" + _conninfo_value(self.password)
+            dsn += " password=" + conninfo_value(self.password)
         return dsn
 
     @property
@@ -174,7 +174,7 @@ class FakeWalsender:
     def crash(self) -> None:
         """Drop every connection at once (TCP reset), as a crashing server would."""
         for w in list(self._writers.values()):
-            _reset(w)
+            reset_connection(w)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -273,7 +273,7 @@ class FakeWalsender:
                     if action.crash:
                         self.crash()
                     if action.reset:
-                        _reset(writer)
+                        reset_connection(writer)
                     else:
                         try:
                             await writer.drain()
@@ -286,14 +286,15 @@ class FakeWalsender:
             pumper.cancel()
 
 
-def _conninfo_value(value: str) -> str:
+def conninfo_value(value: str) -> str:
     """A libpq conninfo value: bare when it can be, else single-quoted with escapes."""
     if value and not any(c.isspace() or c in "'\\" for c in value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _reset(writer: asyncio.StreamWriter) -> None:
+def reset_connection(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP reset (SO_LINGER 0), as a crashed server's connection ends."""
     sock = writer.get_extra_info("socket")
     if sock is not None:
         try:
