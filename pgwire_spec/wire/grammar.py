@@ -94,6 +94,36 @@ StartupMessage = Struct(
 # Frontend, tagged (F)
 # =========================================================================================
 
+# Bind (F): Byte1('B') "Identifies the message as a Bind command."; String "The name of
+# the destination portal (an empty string selects the unnamed portal)."; String "The name
+# of the source prepared statement (an empty string selects the unnamed prepared
+# statement)."; Int16 "The number of parameter format codes that follow (denoted C below).
+# This can be zero to indicate that there are no parameters or that the parameters all use
+# the default format (text); or one, in which case the specified format code is applied to
+# all parameters; or it can equal the actual number of parameters."; Int16[C] "The
+# parameter format codes. Each must presently be zero (text) or one (binary)."; Int16 "The
+# number of parameter values that follow (possibly zero)."; then, for each, Int32 "The
+# length of the parameter value, in bytes ... As a special case, -1 indicates a NULL
+# parameter value." and Byten "The value of the parameter"; Int16 "The number of result-
+# column format codes that follow (denoted R below)."; Int16[R] "The result-column format
+# codes."
+Bind = Struct(
+    "portal" / String,
+    "statement" / String,
+    "parameter_formats" / PrefixedArray(ColumnCount, Int16),
+    "parameters" / PrefixedArray(ColumnCount, NullableByten32),
+    "result_formats" / PrefixedArray(ColumnCount, Int16),
+)
+
+# Close (F): Byte1('C') "Identifies the message as a Close command."; Byte1 "'S' to close a
+# prepared statement; or 'P' to close a portal."; String "The name of the prepared
+# statement or portal to close (an empty string selects the unnamed prepared statement or
+# portal)."
+Close = Struct(
+    "kind" / CharIn("SP"),
+    "name" / String,
+)
+
 # CopyData (F & B): Byte1('d') "Identifies the message as COPY data."; Byten "Data that
 # forms part of a COPY data stream. Messages sent from the backend will always correspond
 # to single data rows, but messages sent by frontends might divide the data stream
@@ -109,6 +139,38 @@ CopyDone = Struct()
 # "An error message to report as the cause of failure."
 CopyFail = Struct(
     "message" / String,
+)
+
+# Describe (F): Byte1('D') "Identifies the message as a Describe command."; Byte1 "'S' to
+# describe a prepared statement; or 'P' to describe a portal."; String "The name of the
+# prepared statement or portal to describe (an empty string selects the unnamed prepared
+# statement or portal)."
+Describe = Struct(
+    "kind" / CharIn("SP"),
+    "name" / String,
+)
+
+# Execute (F): Byte1('E') "Identifies the message as an Execute command."; String "The name
+# of the portal to execute (an empty string selects the unnamed portal)."; Int32 "Maximum
+# number of rows to return, if portal contains a query that returns rows (ignored
+# otherwise). Zero denotes "no limit"."
+Execute = Struct(
+    "portal" / String,
+    "max_rows" / Int32,
+)
+
+# Flush (F): Byte1('H') "Identifies the message as a Flush command."
+Flush = Struct()
+
+# Parse (F): Byte1('P') "Identifies the message as a Parse command."; String "The name of
+# the destination prepared statement (an empty string selects the unnamed prepared
+# statement)."; String "The query string to be parsed."; Int16 "The number of parameter
+# data types specified (can be zero)."; Int32[N] "Specifies the object ID of the parameter
+# data type. Placing a zero here is equivalent to leaving the type unspecified."
+Parse = Struct(
+    "statement" / String,
+    "sql" / String,
+    "parameter_types" / PrefixedArray(ColumnCount, Oid),
 )
 
 # PasswordMessage (F): Byte1('p') "Identifies the message as a password response. Note
@@ -140,6 +202,9 @@ SASLInitialResponse = Struct(
 SASLResponse = Struct(
     "data" / RestBytes,
 )
+
+# Sync (F): Byte1('S') "Identifies the message as a Sync command."
+Sync = Struct()
 
 # Terminate (F): Byte1('X') "Identifies the message as a termination."
 Terminate = Struct()
@@ -200,6 +265,12 @@ BackendKeyData = Struct(
     "process_id" / Int32,
     "secret_key" / RestBytes,
 )
+
+# BindComplete (B): Byte1('2') "Identifies the message as a Bind-complete indicator."
+BindComplete = Struct()
+
+# CloseComplete (B): Byte1('3') "Identifies the message as a Close-complete indicator."
+CloseComplete = Struct()
 
 # CommandComplete (B): Byte1('C') "Identifies the message as a command-completed
 # response."; String "The command tag. This is usually a single word that identifies
@@ -265,10 +336,20 @@ NegotiateProtocolVersion = Struct(
     "unrecognized" / PrefixedArray(UInt32, String),
 )
 
+# NoData (B): Byte1('n') "Identifies the message as a no-data indicator."
+NoData = Struct()
+
 # NoticeResponse (B): Byte1('N') "Identifies the message as a notice."; then the same
 # fields as ErrorResponse.
 NoticeResponse = Struct(
     "fields" / TerminatedList(Sequence(Char, String)),
+)
+
+# ParameterDescription (B): Byte1('t') "Identifies the message as a parameter
+# description."; Int16 "The number of parameters used by the statement (can be zero)."
+# Then, for each parameter: Int32 "Specifies the object ID of the parameter data type."
+ParameterDescription = Struct(
+    "parameter_types" / PrefixedArray(ColumnCount, Oid),
 )
 
 # ParameterStatus (B): Byte1('S') "Identifies the message as a run-time parameter status
@@ -278,6 +359,13 @@ ParameterStatus = Struct(
     "name" / String,
     "value" / String,
 )
+
+# ParseComplete (B): Byte1('1') "Identifies the message as a Parse-complete indicator."
+ParseComplete = Struct()
+
+# PortalSuspended (B): Byte1('s') "Identifies the message as a portal-suspended indicator.
+# Note this only appears if an Execute message's row-count limit was reached."
+PortalSuspended = Struct()
 
 # ReadyForQuery (B): Byte1('Z') "ReadyForQuery is sent whenever the backend is ready for a
 # new query cycle."; Byte1 "Current backend transaction status indicator. Possible values
@@ -320,13 +408,20 @@ STARTUP_LAYOUTS: dict[str, Struct] = {
 
 #: Tagged layouts a frontend sends (CopyData and CopyDone go both ways).
 FRONTEND_LAYOUTS: dict[str, Struct] = {
+    "Bind": Bind,
+    "Close": Close,
     "CopyData": CopyData,
     "CopyDone": CopyDone,
     "CopyFail": CopyFail,
+    "Describe": Describe,
+    "Execute": Execute,
+    "Flush": Flush,
+    "Parse": Parse,
     "PasswordMessage": PasswordMessage,
     "Query": Query,
     "SASLInitialResponse": SASLInitialResponse,
     "SASLResponse": SASLResponse,
+    "Sync": Sync,
     "Terminate": Terminate,
 }
 
@@ -339,6 +434,8 @@ BACKEND_LAYOUTS: dict[str, Struct] = {
     "AuthenticationSASLContinue": AuthenticationSASLContinue,
     "AuthenticationSASLFinal": AuthenticationSASLFinal,
     "BackendKeyData": BackendKeyData,
+    "BindComplete": BindComplete,
+    "CloseComplete": CloseComplete,
     "CommandComplete": CommandComplete,
     "CopyData": CopyData,
     "CopyDone": CopyDone,
@@ -349,8 +446,12 @@ BACKEND_LAYOUTS: dict[str, Struct] = {
     "EmptyQueryResponse": EmptyQueryResponse,
     "ErrorResponse": ErrorResponse,
     "NegotiateProtocolVersion": NegotiateProtocolVersion,
+    "NoData": NoData,
     "NoticeResponse": NoticeResponse,
+    "ParameterDescription": ParameterDescription,
     "ParameterStatus": ParameterStatus,
+    "ParseComplete": ParseComplete,
+    "PortalSuspended": PortalSuspended,
     "ReadyForQuery": ReadyForQuery,
     "RowDescription": RowDescription,
 }

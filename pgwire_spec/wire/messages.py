@@ -30,6 +30,13 @@ __all__ = [
     "CopyDone",
     "CopyFail",
     "Terminate",
+    "Parse",
+    "Bind",
+    "Describe",
+    "Execute",
+    "Close",
+    "Flush",
+    "Sync",
     "AuthenticationOk",
     "AuthenticationCleartextPassword",
     "AuthenticationMD5Password",
@@ -50,6 +57,12 @@ __all__ = [
     "CopyInResponse",
     "CopyOutResponse",
     "CopyBothResponse",
+    "ParseComplete",
+    "BindComplete",
+    "CloseComplete",
+    "ParameterDescription",
+    "NoData",
+    "PortalSuspended",
     "PROTOCOL_3_0",
     "PROTOCOL_3_2",
     "ERROR_FIELD_CODES",
@@ -221,6 +234,81 @@ class Terminate(WireMessage):
     """'X'."""
 
     tag: ClassVar[str | None] = "X"
+    sender: ClassVar[str] = "F"
+
+
+# -- the extended query protocol (docs: "Extended Query") ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Parse(WireMessage):
+    """'P': prepare *sql* as *statement* ("" the unnamed statement); a type OID of 0 leaves
+    that parameter's type to the server."""
+
+    tag: ClassVar[str | None] = "P"
+    sender: ClassVar[str] = "F"
+    statement: str
+    sql: str
+    parameter_types: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Bind(WireMessage):
+    """'B': make *portal* from *statement* with these parameter values (None: NULL). A
+    format list holds no code (all text), one code for all, or one per item."""
+
+    tag: ClassVar[str | None] = "B"
+    sender: ClassVar[str] = "F"
+    portal: str
+    statement: str
+    parameter_formats: tuple[int, ...] = ()
+    parameters: tuple[bytes | None, ...] = ()
+    result_formats: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Describe(WireMessage):
+    """'D': describe a prepared statement (*kind* 'S') or a portal ('P')."""
+
+    tag: ClassVar[str | None] = "D"
+    sender: ClassVar[str] = "F"
+    kind: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Execute(WireMessage):
+    """'E': run *portal*, at most *max_rows* rows (0: all)."""
+
+    tag: ClassVar[str | None] = "E"
+    sender: ClassVar[str] = "F"
+    portal: str = ""
+    max_rows: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Close(WireMessage):
+    """'C' (frontend): close a prepared statement (*kind* 'S') or a portal ('P')."""
+
+    tag: ClassVar[str | None] = "C"
+    sender: ClassVar[str] = "F"
+    kind: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Flush(WireMessage):
+    """'H': send what is pending, without ending the extended-query cycle."""
+
+    tag: ClassVar[str | None] = "H"
+    sender: ClassVar[str] = "F"
+
+
+@dataclass(frozen=True, slots=True)
+class Sync(WireMessage):
+    """'S' (frontend): end an extended-query cycle; the server answers ReadyForQuery."""
+
+    tag: ClassVar[str | None] = "S"
     sender: ClassVar[str] = "F"
 
 
@@ -510,6 +598,55 @@ class RowDescription(WireMessage):
     fields: tuple[FieldDescription, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ParseComplete(WireMessage):
+    """'1'."""
+
+    tag: ClassVar[str | None] = "1"
+    sender: ClassVar[str] = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class BindComplete(WireMessage):
+    """'2'."""
+
+    tag: ClassVar[str | None] = "2"
+    sender: ClassVar[str] = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class CloseComplete(WireMessage):
+    """'3'."""
+
+    tag: ClassVar[str | None] = "3"
+    sender: ClassVar[str] = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterDescription(WireMessage):
+    """'t': the type OID of each parameter of a described statement."""
+
+    tag: ClassVar[str | None] = "t"
+    sender: ClassVar[str] = "B"
+    parameter_types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoData(WireMessage):
+    """'n': the described statement or portal returns no rows."""
+
+    tag: ClassVar[str | None] = "n"
+    sender: ClassVar[str] = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class PortalSuspended(WireMessage):
+    """'s': an Execute's row limit was reached before the portal's end."""
+
+    tag: ClassVar[str | None] = "s"
+    sender: ClassVar[str] = "B"
+
+
 #: Every message class by its name (the names of :data:`grammar.LAYOUTS`, plus the
 #: single-byte answers SSLResponse and GSSENCResponse, which have no layout).
 MESSAGE_TYPES: dict[str, type[WireMessage]] = {
@@ -517,12 +654,13 @@ MESSAGE_TYPES: dict[str, type[WireMessage]] = {
     for c in (
         CancelRequest, GSSENCRequest, SSLRequest, StartupMessage,
         CopyData, CopyDone, CopyFail, PasswordMessage, Query, SASLInitialResponse,
-        SASLResponse, Terminate,
+        SASLResponse, Terminate, Parse, Bind, Describe, Execute, Close, Flush, Sync,
         AuthenticationOk, AuthenticationCleartextPassword, AuthenticationMD5Password,
         AuthenticationSASL, AuthenticationSASLContinue, AuthenticationSASLFinal,
         BackendKeyData, CommandComplete, CopyInResponse, CopyOutResponse, CopyBothResponse,
         DataRow, EmptyQueryResponse, ErrorResponse, NegotiateProtocolVersion, NoticeResponse,
-        ParameterStatus, ReadyForQuery, RowDescription,
+        ParameterStatus, ReadyForQuery, RowDescription, ParseComplete, BindComplete, CloseComplete,
+        ParameterDescription, NoData, PortalSuspended,
         SSLResponse, GSSENCResponse,
     )
 }
