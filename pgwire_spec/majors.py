@@ -61,6 +61,17 @@ class Major:
     #: ALTER_REPLICATION_SLOT's options (ParseAlterReplSlotOptions): failover (17),
     #: two_phase (18).
     alter_slot_options: frozenset[str]
+    #: Why a slot can be invalidated, as pg_replication_slots.invalidation_reason names it
+    #: (slot.c SlotInvalidationCauses): wal_removed (max_slot_wal_keep_size, 13+),
+    #: rows_removed and wal_level_insufficient (16+), idle_timeout (18+).
+    slot_invalidation_causes: tuple[str, ...]
+    #: What START_REPLICATION and the SQL decoding functions answer (55000) on an
+    #: invalidated slot: the message, the detail for wal_removed, the detail for the other
+    #: causes ({slot}, {cause} filled in). Seen on real 15, 16, 17 and 18.
+    invalid_slot_texts: tuple[str, str, str]
+    #: The causes pg_replication_slots.conflicting is true for (16: any; 17+: a conflict
+    #: with recovery only).
+    conflicting_causes: frozenset[str]
 
     # -- pgoutput (pgoutput.c, parse_output_parameters) ----------------------------------
     #: LOGICALREP_PROTO_MAX_VERSION_NUM.
@@ -139,6 +150,13 @@ class Major:
         since = self.doubled_quote_since
         return since is not None and (minor is None or minor >= since)
 
+    def invalid_slot_error(self, slot: str, cause: str) -> tuple[str, str]:
+        """The message and detail of the 55000 a client starting on a slot invalidated by
+        *cause* gets (logical.c CreateDecodingContext; 18: slot.c ReplicationSlotAcquire)."""
+        message, removed, other = self.invalid_slot_texts
+        detail = removed if cause == "wal_removed" else other
+        return message.format(slot=slot, cause=cause), detail.format(slot=slot, cause=cause)
+
     def accepts(self, option: str) -> bool:
         """Whether pgoutput accepts *option*."""
         return option in self.pgoutput_options
@@ -194,6 +212,11 @@ _10 = Major(
     doubled_quote_since=None,
     slot_options=frozenset({"snapshot", "reserve_wal"}),
     alter_slot_options=frozenset(),
+    slot_invalidation_causes=(),
+    invalid_slot_texts=('cannot read from logical replication slot "{slot}"',
+                        "This slot has been invalidated because it exceeded the maximum reserved size.",
+                        "This slot has been invalidated because it exceeded the maximum reserved size."),
+    conflicting_causes=frozenset(),
     max_proto=1,
     pgoutput_options=("proto_version", "publication_names"),
     streaming_values=(),
@@ -220,8 +243,9 @@ _10 = Major(
 _11 = _10.next(11, truncate=True, add={"keywords": ["NOVERIFY_CHECKSUMS"], "backup_options": ["noverify_checksums"]})
 # 12: pg_promote().
 _12 = _11.next(12, promote_function=True)
-# 13: backup manifests; publish_via_partition_root.
-_13 = _12.next(13, backup_manifest=True, add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
+# 13: backup manifests; publish_via_partition_root; max_slot_wal_keep_size invalidates slots.
+_13 = _12.next(13, backup_manifest=True, slot_invalidation_causes=("wal_removed",),
+               add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
                                              "backup_options": ["manifest", "manifest_checksums"],
                                              "publication_options": ["publish_via_partition_root"]})
 # 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby.
@@ -248,11 +272,17 @@ _15 = _14.next(
                               "verify_checksums", "manifest", "manifest_checksums", "target", "compression"}),
 )
 # 16: protocol 4 (parallel streaming), origin; int8 timelines; + scram_iterations, hash order;
-# pg_publication_tables.attnames for every table.
+# pg_publication_tables.attnames for every table; slots invalidated by conflicts with recovery
+# (pg_replication_slots.conflicting) and a new text for using one.
 _16 = _15.next(
-    16, max_proto=4, timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15,
+    16, max_proto=4,
+    add={"pgoutput_options": ["origin"], "slot_invalidation_causes": ["rows_removed", "wal_level_insufficient"]},
+    invalid_slot_texts=('can no longer get changes from replication slot "{slot}"',
+                        "This slot has been invalidated because it exceeded the maximum reserved size.",
+                        "This slot has been invalidated because it was conflicting with recovery."),
+    conflicting_causes=frozenset({"wal_removed", "rows_removed", "wal_level_insufficient"}),
+    timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15,
     publication_tables_attnames=True, publication_tables_variadic=True,
-    add={"pgoutput_options": ["origin"]},
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",
         "application_name", "default_transaction_read_only", "scram_iterations", "DateStyle",
@@ -261,18 +291,25 @@ _16 = _15.next(
     ),
 )
 # 17: failover slots, ALTER_REPLICATION_SLOT, UPLOAD_MANIFEST (incremental backups); VT is
-# whitespace; manifest version 2; the new missing-option text.
+# whitespace; manifest version 2; the new missing-option text; invalidation_reason,
+# inactive_since, and conflicting only for conflicts with recovery.
 _17 = _16.next(
-    17, whitespace=" \t\n\r\f\v", manifest_system_identifier=True, quoted_missing_option=True,
+    17, conflicting_causes=frozenset({"rows_removed", "wal_level_insufficient"}),
+    whitespace=" \t\n\r\f\v", manifest_system_identifier=True, quoted_missing_option=True,
     doubled_quote_since=11, create_slot_function_args=5,
     add={"keywords": ["ALTER_REPLICATION_SLOT", "UPLOAD_MANIFEST"], "slot_options": ["failover"],
          "alter_slot_options": ["failover"], "backup_options": ["incremental"]},
 )
 # 18: ALTER_REPLICATION_SLOT two_phase; a missing publication is a WARNING; + search_path;
-# publish_generated_columns.
+# publish_generated_columns; idle_replication_slot_timeout and the slot-acquire text naming
+# the cause (slot.c ReplicationSlotAcquire).
 _18 = _17.next(
     18, missing_publication_is_error=False, doubled_quote_since=5,
-    add={"alter_slot_options": ["two_phase"], "publication_options": ["publish_generated_columns"]},
+    invalid_slot_texts=('can no longer access replication slot "{slot}"',
+                        'This replication slot has been invalidated due to "{cause}".',
+                        'This replication slot has been invalidated due to "{cause}".'),
+    add={"alter_slot_options": ["two_phase"], "publication_options": ["publish_generated_columns"],
+         "slot_invalidation_causes": ["idle_timeout"]},
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "search_path", "is_superuser",
         "application_name", "default_transaction_read_only", "scram_iterations", "DateStyle",

@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="longest password/SASL message (default 65535)")
     limits.add_argument("--max-message-length", type=int, metavar="BYTES",
                         help="longest message after authentication (default 1073741823)")
+    limits.add_argument("--wal-sender-timeout", metavar="SECONDS",
+                        help="close a streaming client silent this long, asking for a reply at half of it, "
+                        "e.g. 60s (default 0: off)")
     add_control_arguments(p)
 
 

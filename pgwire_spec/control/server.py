@@ -202,6 +202,8 @@ class ControlServer:
             index = self.target.add_fault(fault, connection=connection)
         except KeyError:
             return _error(404, f"no open connection {connection} (GET /v1/connections lists them)")
+        except ValueError as exc:
+            return _error(400, str(exc))
         return web.json_response({"id": index}, status=201)
 
     async def _remove_fault(self, request: web.Request) -> web.Response:

@@ -207,10 +207,7 @@ class PhysicalServer:
                 raise ServerError("42704", f'replication slot "{cmd.slot_name}" does not exist')
             if slot.kind != "physical":
                 raise ServerError("55000", "cannot use a logical replication slot for physical replication")
-            if slot.active is not None and slot.active != conn.id:
-                other = self.state.connections.get(slot.active)
-                raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
-                                           f"{other.pid if other else 0}")
+            self.state.check_slot_free(slot, conn.id)
         start = cmd.start_lsn
         current = self.history.current
         tli = cmd.timeline if cmd.timeline is not None else current

@@ -59,6 +59,18 @@ class SlotState:
     active: int | None = None
     #: The connection that created a temporary slot.
     owner: int | None = None
+    #: Why the slot was invalidated (one of the persona's ``slot_invalidation_causes``:
+    #: wal_removed, rows_removed, idle_timeout …), or None.
+    invalidated: str | None = None
+    #: Seconds the slot stays active after its connection ends (a walsender that has not
+    #: yet noticed its client is gone: a reconnect meets 55006 meanwhile).
+    hold: float = 0.0
+    #: While so held: until when (the server's clock) and the pid it is active for.
+    held_until: float | None = None
+    held_pid: int = 0
+    #: When the slot was last released (wall clock, Unix seconds; None while active):
+    #: pg_replication_slots.inactive_since (17+).
+    inactive_since: float | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +101,11 @@ class _Stream:
     #: client's CopyDone.
     done_sending: bool = False
     decoder: PgOutputDecoder | None = None
+    #: When the client last sent anything (wal_sender_timeout counts from there), and
+    #: whether the half-timeout keepalive asking for a reply went out since
+    #: (walsender.c last_reply_timestamp, waiting_for_ping_response).
+    last_reply: float = 0.0
+    pinged: bool = False
 
 
 

@@ -12,11 +12,13 @@ Values are kept in their text form where PostgreSQL's is not a plain number or b
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..lsn import format_lsn
+from ..majors import MAJORS
 from ..pgtypes import BUILTIN_TYPES, type_name
 from ._relsync import publication_tables
 from .scenario import Scenario, Table
@@ -135,6 +137,10 @@ class SlotRow:
     confirmed_flush: int | None
     two_phase: bool
     failover: bool
+    #: The invalidation cause, or None.
+    invalidated: str | None = None
+    #: When the slot was released (Unix seconds), None while active.
+    inactive_since: float | None = None
 
 
 # Sizes and categories of the built-in types (pg_type.dat: typlen, typbyval, typcategory).
@@ -286,17 +292,24 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
                 "pubname": p.name, "schemaname": t.schema, "tablename": t.name, "attnames": names,
                 "rowfilter": pt.where.deparsed if pt.where is not None else None})
 
+    entry = MAJORS[major]
     for s in slots:
+        # An invalidated slot (as real 15-18 show one): wal_status 'lost' whatever the cause
+        # (slotfuncs.c pg_get_replication_slots: WALAVAIL_REMOVED), restart_lsn NULL once
+        # its WAL is removed; conflicting per major; the cause (17+).
+        lost = s.invalidated is not None
         rows["pg_replication_slots"].append({
             "slot_name": s.name, "plugin": s.plugin, "slot_type": s.kind,
             "datoid": DATABASE_OID if s.database else None, "database": s.database, "temporary": s.temporary,
             "active": s.active_pid is not None, "active_pid": s.active_pid, "xmin": None,
             "catalog_xmin": None, "restart_lsn": format_lsn(s.restart_lsn) if s.restart_lsn else None,
             "confirmed_flush_lsn": None if s.confirmed_flush is None else format_lsn(s.confirmed_flush),
-            "wal_status": "reserved" if s.restart_lsn else None, "safe_wal_size": None,
-            "two_phase": s.two_phase, "two_phase_at": None, "inactive_since": None, "conflicting": None
-            if s.kind == "physical" else False, "invalidation_reason": None, "failover": s.failover,
-            "synced": False})
+            "wal_status": "lost" if lost else "reserved" if s.restart_lsn else None, "safe_wal_size": None,
+            "two_phase": s.two_phase, "two_phase_at": None,
+            "inactive_since": None if s.active_pid is not None or s.inactive_since is None
+            else _dt.datetime.fromtimestamp(s.inactive_since, _dt.UTC).isoformat(),
+            "conflicting": None if s.kind == "physical" else s.invalidated in entry.conflicting_causes,
+            "invalidation_reason": s.invalidated, "failover": s.failover, "synced": False})
 
     return {name: [tuple(r.get(c.name) for c in columns_of(name, major)) for r in rs]
             for name, rs in rows.items()}

@@ -280,15 +280,13 @@ class _Commands:
         """Drop the slot; True when WAIT waits for the connection using it (ReadyForQuery
         comes once dropped: :meth:`_retry_drop`)."""
         slot = self._slot(cmd.slot_name)
-        if slot.active is not None and slot.active != self.id:
+        if self.server.slot_user(slot, self.id) is not None:
             if cmd.wait:
                 # walsender.c DropReplicationSlot -> ReplicationSlotAcquire(name, nowait =
                 # false): sleep until the slot is released, then drop it.
                 self.drop_waiting = slot.name
                 return True
-            other = self.server.connections.get(slot.active)
-            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
-                                       f'{other.pid if other else 0}')
+            self.server.check_slot_free(slot, self.id)
         del self.server.slots[slot.name]
         self.send(CommandComplete("DROP_REPLICATION_SLOT"))
         return False
@@ -299,7 +297,7 @@ class _Commands:
         name = self.drop_waiting
         assert name is not None
         slot = self.server.slots.get(name)
-        if slot is not None and slot.active is not None and slot.active != self.id:
+        if slot is not None and self.server.slot_user(slot, self.id) is not None:
             return True
         self.drop_waiting = None
         if slot is None:

@@ -430,10 +430,9 @@ class SqlEngine:
 
     def _refresh(self) -> None:
         server = self.server
-        slots = [SlotRow(s.name, s.plugin, s.kind, s.database, s.temporary,
-                         server.connections[s.active].pid if s.active in server.connections else None,
+        slots = [SlotRow(s.name, s.plugin, s.kind, s.database, s.temporary, server.slot_user(s),
                          s.restart_lsn, s.confirmed_flush if s.kind == "logical" else None, s.two_phase,
-                         s.failover) for s in server.slots.values()]
+                         s.failover, s.invalidated, s.inactive_since) for s in server.slots.values()]
         rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots)
         gpt: list[tuple[Any, ...]] = []
         for p in server.scenario.publications:
@@ -964,10 +963,7 @@ def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[An
         if len(args) != 1:
             raise ServerError("42883", f"function {name} with {len(args)} arguments does not exist")
         slot = _slot(server, args[0])
-        if slot.active is not None:
-            other = server.connections.get(slot.active)
-            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
-                                       f'{other.pid if other else 0}')
+        server.check_slot_free(slot)
         del server.slots[slot.name]
         return [("",)]
     if name == "pg_replication_slot_advance":
@@ -990,9 +986,8 @@ def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[An
         # logicalfuncs.c pg_logical_slot_get_changes_guts
         raise ServerError("22023", f'logical decoding output plugin "{slot.plugin}" produces binary output, but '
                                    f'function "{name}(name,pg_lsn,integer,text[])" expects textual data')
-    if slot.active is not None:
-        other = server.connections.get(slot.active)
-        raise ServerError("55006", f'replication slot "{slot.name}" is active for PID {other.pid if other else 0}')
+    server.check_slot_free(slot)
+    server.check_slot_valid(slot)
     upto_lsn = None if args[1] is None else parse_lsn(str(args[1]))
     upto_n = args[2]
     flat: list[Any] = []

@@ -57,18 +57,17 @@ class _Streaming:
             raise ServerError("55000", "cannot use physical replication slot for logical decoding")
         if slot.database != self.database:
             raise ServerError("55000", f'replication slot "{slot.name}" was not created in this database')
-        if slot.active is not None and slot.active != self.id:
-            other = self.server.connections.get(slot.active)
-            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID '
-                                       f'{other.pid if other else 0}')
+        self.server.check_slot_free(slot, self.id)
+        self.server.check_slot_valid(slot)
         options = self.server.persona.parse_options(list(cmd.options))
         start = max(cmd.start_lsn, slot.confirmed_flush)
         plan = self.server.plan(options, start)
         self.server.happen(plan.end_lsn)
         slot.active = self.id
+        slot.inactive_since = None
         self.send(CopyBothResponse(0, ()))
         self.start_stream(_LogicalStream(self))
-        st = _Stream(slot, options, plan, now, wal_end=start)
+        st = _Stream(slot, options, plan, now, wal_end=start, last_reply=now)
         pending, self.pending_faults = self.pending_faults, []
         for i in self.server.faults.for_connection(self.params, "stream", slot.name) + pending:
             if i not in self.server.faults.removed:
@@ -153,6 +152,7 @@ class _Streaming:
         self.delegate = None
         if st is not None and st.slot.active == self.id:
             st.slot.active = None
+            st.slot.inactive_since = self.server.wall_clock()
         self.phase = "ready"
         if copy_done:
             self.send(CopyDone())
@@ -163,6 +163,7 @@ class _Streaming:
     def _stream_input(self, msg: Any, now: float) -> None:
         st = self.stream
         assert st is not None
+        st.last_reply, st.pinged = now, False  # walsender.c ProcessRepliesIfAny
         if isinstance(msg, CopyData):
             try:
                 payload = decode_copy_data(msg.data)
@@ -386,9 +387,28 @@ class _LogicalStream:
         self.conn._stream_input(msg, now)
 
     def produce(self, now: float) -> Action:
-        if self.conn.stream is None:
+        st = self.conn.stream
+        if st is None:
             return Wait(None)
-        return self.conn._produce(now)
+        timeout = self.conn.server.limits.wal_sender_timeout
+        if not timeout or st.done_sending:
+            return self.conn._produce(now)
+        # walsender.c WalSndCheckTimeOut / WalSndKeepaliveIfNecessary: silent for the whole
+        # timeout, the client is dropped (COMMERROR: logged, not sent); silent for half of
+        # it, it is asked for a reply, once.
+        if now >= st.last_reply + timeout:
+            self.conn._silent_close("", "terminating walsender process due to replication timeout",
+                                    level="COMMERROR")
+            return self.conn.next_action(now)
+        if not st.pinged and now >= st.last_reply + timeout / 2:
+            st.pinged = True
+            self.conn._keepalive(st.wal_end, True)
+            return self.conn._flush()
+        action = self.conn._produce(now)
+        if isinstance(action, Wait):
+            due = st.last_reply + (timeout if st.pinged else timeout / 2)
+            return Wait(due if action.deadline is None else min(action.deadline, due))
+        return action
 
     # -- FaultTarget -------------------------------------------------------------------------
     @property

@@ -63,7 +63,7 @@ from ._history import History, compile_history
 from ._render import Plan, render
 from ._startup import _Startup
 from ._streaming import _Streaming
-from .faults import Fault, FaultBook
+from .faults import Fault, FaultBook, check_slot_fault
 from .personas import Persona, ServerError, StreamOptions, persona
 from .publications import Publication
 from .scenario import Limits, Scenario
@@ -212,7 +212,8 @@ class ServerState:
                 s.name, "logical" if s.plugin else "physical", s.plugin,
                 scenario.server.database if s.plugin else None,
                 s.confirmed_flush if s.confirmed_flush is not None else start, start,
-                s.two_phase, False, s.temporary)
+                s.two_phase, False, s.temporary, hold=s.hold_after_disconnect, invalidated=s.invalidated,
+                inactive_since=self.wall_clock())
         # The WAL clock, one per server: every position a client is told (IDENTIFY_SYSTEM's
         # xlogpos, pg_current_wal_lsn(), a new slot's consistent point) is read from it, so
         # they come in the order a real server's WAL gives them. The scenario's transactions
@@ -243,6 +244,9 @@ class ServerState:
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._frames: dict[tuple[Any, ...], list[tuple[int, bytes]]] = {}
         self.closed_connections = 0
+        for i, f in enumerate(self.faults.faults):
+            if f.at_once and self.faults.fire(i):
+                self.slot_fault(f, None)  # a slot invalidated or dropped before anyone connects
 
     # -- connections -----------------------------------------------------------------------
     def connect(self, peer: str = "127.0.0.1") -> Connection:
@@ -261,8 +265,68 @@ class ServerState:
         for slot in list(self.slots.values()):
             if slot.active == conn.id:
                 slot.active = None
+                if slot.hold > 0 and not slot.temporary:
+                    slot.held_until, slot.held_pid = self.clock() + slot.hold, conn.pid
+                else:
+                    slot.inactive_since = self.wall_clock()
             if slot.temporary and slot.owner == conn.id:
                 del self.slots[slot.name]
+
+    # -- slots -----------------------------------------------------------------------------
+    def slot_user(self, slot: SlotState, conn_id: int | None = None) -> int | None:
+        """The pid the slot is active for, unless free or used by connection *conn_id*
+        (0 when held by no connection of this server)."""
+        if slot.held_until is not None:
+            if self.clock() < slot.held_until:
+                return slot.held_pid
+            slot.held_until = None
+            slot.inactive_since = self.wall_clock()
+        if slot.active is None or slot.active == conn_id:
+            return None
+        other = self.connections.get(slot.active)
+        return other.pid if other is not None else 0
+
+    def check_slot_free(self, slot: SlotState, conn_id: int | None = None) -> None:
+        """55006 when another backend uses the slot (slot.c ReplicationSlotAcquire)."""
+        pid = self.slot_user(slot, conn_id)
+        if pid is not None:
+            raise ServerError("55006", f'replication slot "{slot.name}" is active for PID {pid}')
+
+    def check_slot_valid(self, slot: SlotState) -> None:
+        """55000 when the slot was invalidated, in the persona major's words."""
+        if slot.invalidated is not None:
+            message, detail = self.persona.table.invalid_slot_error(slot.name, slot.invalidated)
+            raise ServerError("55000", message, detail=detail)
+
+    def slot_fault(self, fault: Fault, conn: Connection | None) -> None:
+        """A slot fault acts: on the slot it names, else on the one *conn* streams from.
+        ``invalidate_slot`` and ``drop_slot`` end the connection using the slot as the
+        server does (slot.c InvalidatePossiblyObsoleteSlot signals it, an administrator's
+        pg_terminate_backend before pg_drop_replication_slot: FATAL 57P01); ``hold_slot``
+        resets *conn*, its slot staying active for ``seconds``."""
+        slot = self.slots.get(fault.slot) if fault.slot is not None else None
+        if slot is None and conn is not None:
+            slot = next((sl for sl in self.slots.values() if sl.active == conn.id), None)
+        if slot is None:
+            return
+        if fault.action == "hold_slot":
+            slot.hold = fault.seconds or 0.0
+            if conn is not None:
+                conn.close(reset=True)
+            return
+        if fault.action == "invalidate_slot":
+            cause = fault.reason or "wal_removed"
+            slot.invalidated = cause
+            if cause == "wal_removed":
+                slot.restart_lsn = 0
+        user = self.connections.get(slot.active) if slot.active is not None else None
+        if user is not None:
+            user.fatal(ServerError("57P01", "terminating connection due to administrator command"))
+        if fault.action == "drop_slot":
+            self.slots.pop(slot.name, None)
+        else:
+            slot.active = None
+            slot.inactive_since = self.wall_clock()
 
     def pg_now(self) -> int:
         """The protocol's TimestampTz for now on the wall clock (µs since 2000-01-01 UTC)."""
@@ -345,8 +409,15 @@ class ServerState:
         streaming from now on."""
         if connection is not None and connection not in self.connections:
             raise KeyError(connection)
+        check_slot_fault(fault, self.persona.major)
+        if fault.at_once and fault.slot not in self.slots:
+            raise ValueError(f"expected a slot of the server ({', '.join(self.slots) or 'none'}), found {fault.slot!r}")
         index = self.faults.add(fault, pinned=connection is not None)
         now = self.clock() if now is None else now
+        if fault.at_once:
+            if self.faults.fire(index):
+                self.slot_fault(fault, None)
+            return index
         for conn in list(self.connections.values()):
             if connection is not None and conn.id != connection:
                 continue
@@ -587,10 +658,11 @@ class Connection(_Startup, _Commands, _Streaming):
             if self.stream is not None and (self.stream.paused_until is not None or self.stream.paused_forever):
                 return
 
-    def _silent_close(self, sqlstate: str, message: str) -> None:
+    def _silent_close(self, sqlstate: str, message: str, *, level: str = "FATAL") -> None:
         """End the connection as PostgreSQL does when it reports to its log only (COMMERROR,
         or FATAL while authenticating): the transcript says why, the client gets nothing."""
-        self._record(event=f"FATAL {sqlstate} {message} (not sent: the server closes the connection)")
+        self._record(event=f"{level} {sqlstate + ' ' if sqlstate else ''}{message} (not sent: the server closes "
+                           f"the connection)")
         self.out = []
         self.close_action = Close()
         self.phase = "closing"

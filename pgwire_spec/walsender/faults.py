@@ -17,6 +17,10 @@ In a scenario file::
       - {action: shutdown, after_messages: 9}                              # CopyDone from the server
       - {action: crash, after_messages: 50}                                # every connection dropped
       - {action: disconnect, kind: Commit, after_messages: 3}              # FIN right after the 3rd Commit
+      - {action: invalidate_slot, after_messages: 6, reason: wal_removed} # slot invalidated, client ended
+      - {action: drop_slot, after_seconds: 1}                              # slot dropped behind its back
+      - {action: hold_slot, after_messages: 4, seconds: 5}                 # RST; slot stays active 5 s
+      - {action: invalidate_slot, slot: s, reason: idle_timeout}           # at once (no trigger, a slot)
 
 ``after_messages: N`` fires before the stream's message number N (0-based: after N
 XLogData messages were sent on that connection); ``after_seconds: S`` fires S seconds after
@@ -25,7 +29,10 @@ counts only messages of that kind: the fault fires right after the N-th of them.
 while a stream runs (``FakeWalsender.add_fault``, the control plane) counts from the moment it
 meets the stream: ``after_messages: 0`` is the next message. Which connections: ``connection`` (the n-th connection to the server that
 matches the other selectors, 1-based), ``application_name``, ``user``, ``slot``; ``times``
-limits how many connections a fault fires on (default 1; ``null`` for every one).
+limits how many connections a fault fires on (default 1; ``null`` for every one). A slot
+fault (``invalidate_slot``, ``drop_slot``, ``hold_slot``) naming a ``slot`` and given neither
+``after_messages`` nor ``after_seconds`` acts at once: when the server starts (in a scenario)
+or when it is added (``add_fault``, the control plane).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import Any
 
 from ..pgoutput.messages import MESSAGE_TYPES
 
-__all__ = ["Fault", "ACTIONS", "parse_faults", "FaultBook"]
+__all__ = ["Fault", "ACTIONS", "SLOT_ACTIONS", "parse_faults", "FaultBook", "check_slot_fault"]
 
 #: action -> what it does
 ACTIONS: dict[str, str] = {
@@ -53,7 +60,14 @@ ACTIONS: dict[str, str] = {
     "shutdown": "end the stream as a server shutting down does: CopyDone, then, after the client's CopyDone, "
                 "CommandComplete and close",
     "crash": "drop every connection of the server (reset); refuse new ones for `seconds`",
+    "invalidate_slot": "invalidate the slot (`slot`, else the connection's) for `reason` (wal_removed, rows_removed, "
+                       "idle_timeout: the persona's causes); the connection using it ends with FATAL 57P01",
+    "drop_slot": "drop the slot (`slot`, else the connection's); the connection using it ends with FATAL 57P01",
+    "hold_slot": "reset the connection; its slot stays active for `seconds` (reconnects meet 55006)",
 }
+
+#: The faults that act on a slot (ServerState.slot_fault).
+SLOT_ACTIONS = frozenset({"invalidate_slot", "drop_slot", "hold_slot"})
 
 
 #: The longest time a fault waits or lasts (a week): finite, so deadlines stay numbers.
@@ -78,6 +92,8 @@ class Fault:
     message: str = "fault injected by the fake walsender"
     severity: str = "ERROR"
     kind: str | None = None
+    #: invalidate_slot: the cause (pg_replication_slots.invalidation_reason).
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("after_messages", "connection", "times", "offset", "keep"):
@@ -91,7 +107,7 @@ class Fault:
         if self.action not in ACTIONS:
             raise ValueError(f"expected a fault action among {', '.join(ACTIONS)}, found {self.action!r}")
         if self.action not in ("refuse_auth",) and self.after_messages is None and self.after_seconds is None:
-            if self.action != "crash":
+            if self.action != "crash" and not self.at_once:
                 raise ValueError(f"fault {self.action} needs after_messages or after_seconds")
         if self.after_messages is not None and self.after_messages < 0:
             raise ValueError(f"expected after_messages >= 0, found {self.after_messages}")
@@ -107,8 +123,18 @@ class Fault:
             raise ValueError(f"expected times >= 1 or null, found {self.times}")
         if not (len(self.sqlstate) == 5 and self.sqlstate.isalnum()):
             raise ValueError(f"expected a 5-character SQLSTATE, found {self.sqlstate!r}")
+        if self.reason is not None and self.action != "invalidate_slot":
+            raise ValueError(f"reason is for invalidate_slot, found it with {self.action}")
+        if self.action == "hold_slot" and not self.seconds:
+            raise ValueError("fault hold_slot needs seconds > 0 (how long the slot stays active)")
         if self.severity not in ("ERROR", "FATAL", "PANIC"):
             raise ValueError(f"expected severity ERROR, FATAL or PANIC, found {self.severity!r}")
+
+    @property
+    def at_once(self) -> bool:
+        """A slot fault naming its slot, without a trigger: it acts when added."""
+        return (self.action in SLOT_ACTIONS and self.slot is not None and self.after_messages is None
+                and self.after_seconds is None)
 
     @property
     def positional(self) -> bool:
@@ -132,6 +158,20 @@ class Fault:
         if self.user is not None and params.get("user") != self.user:
             return False
         return True
+
+
+def check_slot_fault(fault: Fault, major: int) -> None:
+    """ValueError when an ``invalidate_slot`` names a cause PostgreSQL *major* does not
+    invalidate slots for (pg_replication_slots.invalidation_reason; the per-major table)."""
+    from ..majors import MAJORS
+
+    if fault.action != "invalidate_slot":
+        return
+    causes = MAJORS[major].slot_invalidation_causes
+    cause = fault.reason or "wal_removed"
+    if cause not in causes:
+        raise ValueError(f"expected a reason PostgreSQL {major} invalidates slots for ({', '.join(causes) or 'none'}), "
+                         f"found {cause!r}")
 
 
 _FIELDS = {f.name for f in fields(Fault)}

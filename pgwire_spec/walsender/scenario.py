@@ -116,6 +116,13 @@ class Limits:
     #: Longest message after authentication (PQ_LARGE_MESSAGE_LIMIT, MaxAllocSize - 1 in
     #: libpq.h); longer: closed, 08P01 "invalid message length".
     max_message_length: int = (1 << 30) - 1
+    #: Seconds a streaming client may stay silent (wal_sender_timeout): at half of it the
+    #: server asks for a reply (a keepalive with replyRequested), at the end it closes the
+    #: connection without a message, "terminating walsender process due to replication
+    #: timeout" (walsender.c WalSndKeepaliveIfNecessary, WalSndCheckTimeOut: COMMERROR, to
+    #: the log only). 0 (the default here; PostgreSQL's is 60 s) turns it off, as in
+    #: PostgreSQL.
+    wal_sender_timeout: float = 0.0
 
 
 #: Each limit: the bounds a scenario or the command line may set it to.
@@ -125,13 +132,14 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "max_startup_packet_length": (8, 10000),
     "max_auth_message_length": (5, (1 << 30) - 1),
     "max_message_length": (5, (1 << 30) - 1),
+    "wal_sender_timeout": (0.0, 86400.0),
 }
 
 
 def limit_value(path: str, name: str, value: Any) -> float | int:
     """A limit's value, checked against :data:`LIMIT_RANGES`."""
     low, high = LIMIT_RANGES[name]
-    is_int = name != "authentication_timeout"
+    is_int = name not in ("authentication_timeout", "wal_sender_timeout")
     if isinstance(value, str) and not is_int:
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min)?\s*", value)
         if m:
@@ -265,6 +273,11 @@ class Slot:
     confirmed_flush: int | None = None
     two_phase: bool = False
     temporary: bool = False
+    #: Seconds the slot stays active after its connection ends (reconnects meet 55006).
+    hold_after_disconnect: float = 0.0
+    #: Invalidated from the start, for this cause (the persona's pg_replication_slots
+    #: invalidation_reason: wal_removed, rows_removed, idle_timeout …).
+    invalidated: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -792,6 +805,12 @@ class _Loader:
         return value
 
     @staticmethod
+    def seconds(path: str, value: Any, maximum: float = 86400.0) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= maximum:
+            raise ScenarioError(path, f"a number of seconds from 0 to {maximum:g}", _describe(value))
+        return float(value)
+
+    @staticmethod
     def boolean(path: str, value: Any) -> bool:
         if not isinstance(value, bool):
             raise ScenarioError(path, "true or false", _describe(value))
@@ -846,7 +865,7 @@ class _Loader:
 
     # -- sections --------------------------------------------------------------------------
     def scenario(self, data: Mapping[str, Any], name: str) -> Scenario:
-        from .faults import parse_faults
+        from .faults import check_slot_fault, parse_faults
 
         self.keys("", data, ("name", "server", "auth", "publications", "tables", "transactions",
                              "slots", "keepalive", "faults", "replay", "physical"))
@@ -895,9 +914,14 @@ class _Loader:
         tables = self.routed(tables)
         publications = self.publications(data.get("publications") or {}, server.major)
         history = tuple(self.history(data.get("transactions") or []))
-        slots = self.slots(data.get("slots") or [])
+        slots = self.slots(data.get("slots") or [], server.major)
         keepalive = self.keepalive(data.get("keepalive") or {})
         faults = tuple(parse_faults(data.get("faults") or [], "faults"))
+        for i, f in enumerate(faults):
+            try:
+                check_slot_fault(f, server.major)
+            except ValueError as exc:
+                raise ScenarioError(f"faults[{i}].reason", "a valid fault", str(exc)) from None
         raw = None
         if rec is not None:
             raw = rec.stream
@@ -1277,7 +1301,7 @@ class _Loader:
             where = self.expression(f"{path}.where", td["where"], {c.name: c.type.name for c in table.columns})
         return PublishedTable(tname, columns, where)
 
-    def slots(self, data: Any) -> tuple[Slot, ...]:
+    def slots(self, data: Any, major: int = 16) -> tuple[Slot, ...]:
         if isinstance(data, Mapping):
             data = [{"name": k, **(v or {})} for k, v in data.items()]
         if not isinstance(data, list):
@@ -1287,13 +1311,21 @@ class _Loader:
             path = f"slots[{i}]"
             if isinstance(sd, str):
                 sd = {"name": sd}
-            d = self.keys(path, sd, ("name", "plugin", "confirmed_flush", "two_phase", "temporary"), ("name",))
+            d = self.keys(path, sd, ("name", "plugin", "confirmed_flush", "two_phase", "temporary",
+                                     "hold_after_disconnect", "invalidated"), ("name",))
+            causes = majors.MAJORS[major].slot_invalidation_causes
+            cause = d.get("invalidated")
+            if cause is not None and cause not in causes:
+                raise ScenarioError(f"{path}.invalidated", f"a cause PostgreSQL {major} invalidates slots for "
+                                    f"({', '.join(causes) or 'none'})", _describe(cause))
             out.append(Slot(
                 self.string(f"{path}.name", d["name"]),
                 None if d.get("plugin", "pgoutput") is None else str(d.get("plugin", "pgoutput")),
                 self.lsn(f"{path}.confirmed_flush", d["confirmed_flush"]) if "confirmed_flush" in d else None,
                 self.boolean(f"{path}.two_phase", d.get("two_phase", False)),
                 self.boolean(f"{path}.temporary", d.get("temporary", False)),
+                self.seconds(f"{path}.hold_after_disconnect", d.get("hold_after_disconnect", 0)),
+                cause,
             ))
         return tuple(out)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .faults import SLOT_ACTIONS
 from .personas import ServerError
 
 if TYPE_CHECKING:
@@ -92,6 +93,9 @@ def apply_fault(conn: Connection, f: Fault, target: FaultTarget, now: float) -> 
         return "go"
     if a == "shutdown":
         return "stop" if target.fault_shutdown() else a
+    if a in SLOT_ACTIONS:
+        conn.server.slot_fault(f, conn)
+        return "stop"
     if a == "error":
         err = ServerError(f.sqlstate, f.message, severity=f.severity)
         if f.severity in ("FATAL", "PANIC"):
