@@ -123,6 +123,23 @@ class _Gen:
             self.consts[key] = struct.Struct(">" + fmt)
         return key
 
+    def build(self, local: str, cls: type, fields: list[tuple[str, str]], indent: int) -> None:
+        """Emit the making of a *cls* instance into *local* from (field, expression) pairs,
+        without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` call per
+        field): a private twin class with the same slots takes the values by plain
+        attribute stores, then the instance becomes a *cls* (``__class__`` assignment, which
+        CPython allows between types of the same slot layout)."""
+        twin = _twin(cls)
+        if twin is None:  # not slotted: through the slot-less setattr path
+            self.emit(indent, f"{local} = _new({self.const('_C_', cls)})")
+            for n, expr in fields:
+                self.emit(indent, f"_osa({local}, {n!r}, {expr})")
+            return
+        self.emit(indent, f"{local} = _new({self.const('_T_', twin)})")
+        for n, expr in fields:
+            self.emit(indent, f"{local}.{n} = {expr}")
+        self.emit(indent, f"{local}.__class__ = {self.const('_C_', cls)}")
+
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
 
@@ -148,7 +165,8 @@ class _Gen:
             while j < len(subs) and not self.trace and self._mergeable(subs[j], j):
                 run.append(subs[j])
                 j += 1
-            if run and (len(run) > 1 or run[0].const is None):
+            # (a lone byte is read by indexing, cheaper than a struct call)
+            if run and (len(run) > 1 or run[0].const is None and run[0].fmt != "B"):
                 self.dec_run(run, subs[j] if j < len(subs) else None, indent, scope, out)
                 i = j
                 continue
@@ -454,10 +472,7 @@ class _Gen:
                 args = ", ".join(f"{scope}{n}" for n in names)
                 e(indent, f"{arr}.append({self.const('_C_', cls)}({args}))")
             else:
-                # through the slot descriptors, as for the message itself (no frozen __init__)
-                e(indent, f"x = _new({self.const('_C_', cls)})")
-                for n in names:
-                    e(indent, f"{self.const('_set_', getattr(cls, n).__set__)}(x, {scope}{n})")
+                self.build("x", cls, [(n, f"{scope}{n}") for n in names], indent)
                 e(indent, f"{arr}.append(x)")
         elif isinstance(item, tuple):
             parts = []
@@ -815,6 +830,27 @@ class TupleValues:
 Sequence.register(TupleValues)
 
 
+_TWINS: dict[type, type | None] = {}
+
+
+def _twin(cls: type) -> type | None:
+    """A mutable class with *cls*'s slot layout (same base, same ``__slots__``) whose
+    instances take plain attribute stores and can then become *cls* instances; None when
+    CPython refuses the ``__class__`` assignment between them (no slots of its own, a
+    ``__dict__``)."""
+    if cls not in _TWINS:
+        slots = cls.__dict__.get("__slots__")
+        twin: type | None = None
+        if isinstance(slots, tuple) and slots:
+            twin = type(f"_{cls.__name__}Builder", (cls.__base__,), {"__slots__": slots, "__module__": __name__})
+            try:
+                object.__new__(twin).__class__ = cls
+            except TypeError:
+                twin = None
+        _TWINS[cls] = twin
+    return _TWINS[cls]
+
+
 def _tidy(lines: list[str], trace: bool) -> list[str]:
     """Drop the prologue's work that a decoder does not need: the unpackers it never calls,
     and (fast path) ``p = 0`` then ``p += 1`` for the tag becomes ``p = 1``."""
@@ -850,6 +886,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "_strb": _strb,
         "_tuple": _tuple,
         "_new": object.__new__,
+        "_osa": object.__setattr__,
         "_U32_unpack": _KIND_U32.unpack_from,
         "_TV": TupleValues,
         "_tv_raw": TupleValues.raw.__set__,  # type: ignore[attr-defined]
@@ -875,13 +912,7 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
             g.emit(2, "tr('', p, 'end of message')")
         g.emit(2, "raise Fail('trailing-bytes', 'end of message', "
                   "f'{len(data) - p} more byte(s)')")
-        # Build the instance through the slot descriptors: cheaper than the frozen
-        # dataclass __init__ on the hot path.
-        cname = g.const("_C_", cls)
-        g.emit(1, f"m = _new({cname})")
-        for n in names:
-            setter = g.const("_set_", getattr(cls, n).__set__)
-            g.emit(1, f"{setter}(m, f_{n})")
+        g.build("m", cls, [(n, f"f_{n}") for n in names], 1)
         g.emit(1, "return m")
         fields = names
         sources.append("\n".join(_tidy(g.lines, trace)))

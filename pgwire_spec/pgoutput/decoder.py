@@ -13,6 +13,9 @@ from . import messages as m
 from ._codec import _DECODERS, BAD_INPUT, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
+_RELATION = ord(m.Relation.tag)
+#: Relation messages a decoder remembers by their bytes, at most (then it starts again)
+_RELATION_MEMO_SIZE = 1024
 _LAZY = TupleValues
 
 __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming", "DECODER_OPTIONS",
@@ -195,12 +198,35 @@ class PgOutputDecoder:
         # each tag's checks once, each transition's constants from a table made at import
         missing = _not_negotiated(protocol_version, self.streaming, self.two_phase, self.messages)
         handlers = {tag: self._handler(tag, tag in missing) for tag in _TRANSITION_TAGS}
-        table, fast, decoders = self._table, self._fast, _DECODERS
+        table, fast = self._table, self._fast
+        #: Relation messages already decoded, by their bytes (outside, inside a streamed block)
+        self._relation_memo: tuple[dict[bytes, m.Relation], dict[bytes, m.Relation]] = ({}, {})
+        decoders = {**_DECODERS, _RELATION: self._relation_decoder(_DECODERS[_RELATION])}
         for state, tag, nxt, byte, in_stream, stay in _TRANSITION_ROWS:
             handler = handlers[tag]
             table[state][tag] = (nxt, handler)
             fast[state][byte] = (decoders[byte], in_stream, handler, stay)
         self.state = _state.IDLE
+
+    def _relation_decoder(self, decode: Any) -> Any:
+        """*decode* for Relation messages, remembering them by their bytes: a server sends a
+        relation's schema again, unchanged, in every streamed transaction and after cache
+        invalidations (maybe_send_schema in src/backend/replication/pgoutput/pgoutput.c), and
+        a message is frozen, so the one decoded before is the answer."""
+        outside, inside = self._relation_memo
+
+        def relation(payload: Any, in_stream: bool, abort_tail: bool, binary_ok: bool) -> Any:
+            memo = inside if in_stream else outside
+            msg = memo.get(payload) if type(payload) is bytes else None
+            if msg is None:
+                msg = decode(payload, in_stream, abort_tail, binary_ok)
+                if type(payload) is bytes:
+                    if len(memo) >= _RELATION_MEMO_SIZE:
+                        memo.clear()
+                    memo[payload] = msg
+            return msg
+
+        return relation
 
     @property
     def options(self) -> dict[str, Any]:
@@ -325,6 +351,8 @@ class PgOutputDecoder:
         decoder, without building its tables again (conform decodes ~100k short streams)."""
         self.warnings = []
         self._relations.clear()  # the checks hold this dict: emptied, not replaced
+        for memo in self._relation_memo:
+            memo.clear()
         self.types.clear()
         self.open_streams.clear()
         self._stream_xid = None

@@ -12,6 +12,7 @@ import pytest
 from construct import Container, ListContainer
 from hypothesis import given
 
+from pgwire_spec._codegen import generate
 from pgwire_spec.pgoutput import _codec, grammar
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.strategies import Stream, pgoutput_messages, streams
@@ -64,3 +65,25 @@ def test_streams_against_construct(stream: Stream) -> None:
     tail = stream.context.abort_tail
     for msg, inside in zip(stream.messages, stream.in_stream):
         check(msg, inside and isinstance(msg, PREFIXED), tail)
+
+
+def test_the_made_instances_are_of_the_public_class_and_frozen() -> None:
+    """The generated decoders fill a private twin of each class and turn it into the class:
+    what comes out is the class itself, equal to one built by its constructor, and frozen."""
+    begin = _codec.PY_DECODERS[ord("B")](b"B" + bytes(range(20)), False, False)
+    assert type(begin) is m.Begin
+    assert begin == m.Begin(begin.final_lsn, begin.commit_time, begin.xid)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        begin.xid = 1  # type: ignore[misc]
+
+
+def test_a_class_without_slots_is_made_through_setattr() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        final_lsn: int
+        commit_time: int
+        xid: int
+
+    codec = generate("Begin", grammar.LAYOUTS["Begin"], Plain)
+    assert "_osa(" in codec.source
+    assert codec.decode(_codec.encode(m.Begin(1, 2, 3)), False, False) == Plain(1, 2, 3)
