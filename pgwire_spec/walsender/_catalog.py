@@ -85,7 +85,8 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
     "pg_type": _cols(
         "oid:oid", "typname:name", "typnamespace:oid", "typowner:oid", "typlen:int2", "typbyval:bool",
         "typtype:char", "typcategory:char", "typispreferred:bool", "typisdefined:bool", "typdelim:char",
-        "typrelid:oid", ("typsubscript", "regproc", 14), "typelem:oid", "typarray:oid", "typnotnull:bool",
+        "typrelid:oid", ("typsubscript", "regproc", 14), "typelem:oid", "typarray:oid", "typinput:regproc",
+        "typoutput:regproc", "typnotnull:bool",
         "typbasetype:oid", "typtypmod:int4", "typndims:int4", "typcollation:oid"),
     "pg_index": _cols(
         "indexrelid:oid", "indrelid:oid", "indnatts:int2", ("indnkeyatts", "int2", 11), "indisunique:bool",
@@ -326,11 +327,28 @@ def _pg_class(oid: int, name: str, nsp: int, kind: str, natts: int, replident: s
             "relfrozenxid": 0 if kind == "i" else 730, "relminmxid": 0 if kind == "i" else 1}
 
 
+#: Built-in types whose input/output functions are named NAME_in/NAME_out (pg_type.dat);
+#: the others' are NAMEin/NAMEout.
+_UNDERSCORE_IO = {"date", "time", "timetz", "timestamp", "timestamptz", "interval", "numeric", "uuid", "json",
+                  "jsonb", "pg_lsn", "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "record", "void",
+                  "cash", "xml"}
+
+
+def _io_function(name: str, kind: str, category: str, direction: str) -> str:
+    """pg_type.typinput / typoutput (pg_type.dat): array_in, enum_in, int4in, numeric_in …"""
+    if category == "A":
+        return f"array_{direction}"
+    if kind == "e":
+        return f"enum_{direction}"
+    return f"{name}_{direction}" if name in _UNDERSCORE_IO else f"{name}{direction}"
+
+
 def _pg_type(oid: int, name: str, length: int, byval: bool, kind: str, category: str, elem: int, array: int,
              namespace: int = PG_CATALOG_OID) -> dict[str, Any]:
     return {"oid": oid, "typname": name, "typnamespace": namespace, "typowner": BOOTSTRAP_SUPERUSER,
             "typlen": length, "typbyval": byval, "typtype": kind, "typcategory": category,
             "typispreferred": False, "typisdefined": True, "typdelim": ",", "typrelid": 0,
             "typsubscript": "array_subscript_handler" if category == "A" else "-", "typelem": elem,
-            "typarray": array, "typnotnull": False, "typbasetype": 0, "typtypmod": -1, "typndims": 0,
+            "typarray": array, "typinput": _io_function(name, kind, category, "in"),
+            "typoutput": _io_function(name, kind, category, "out"), "typnotnull": False, "typbasetype": 0, "typtypmod": -1, "typndims": 0,
             "typcollation": 100 if name in ("text", "varchar", "bpchar") else 0}

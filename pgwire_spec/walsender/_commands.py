@@ -47,7 +47,7 @@ class _Commands:
     def _query(self, sql: str, now: float) -> None:
         for stmt in _sql.split_statements(sql):
             try:
-                if self.tx == "E" and not re.match(r"\s*(rollback|abort|commit|end)\b", stmt, re.IGNORECASE):
+                if self.tx == "E" and not _sql.ends_transaction(stmt):
                     raise ServerError("25P02", "current transaction is aborted, commands ignored until end "
                                                "of transaction block")
                 try:
@@ -84,18 +84,25 @@ class _Commands:
                 return self._command(cmd, now)
             if self.replication == "physical":
                 raise ServerError("08P01", "cannot execute SQL commands in WAL sender for physical replication")
+        self._answer(self._evaluate(stmt))
+        return False
+
+    def _evaluate(self, stmt: str) -> Any:
+        """The answer to one SQL statement (a simple query's, or a bound extended one's)."""
+        self._check_length(stmt)
+        try:
+            return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
+        except _sql.NotAnswered:
+            return self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _check_length(stmt: str) -> None:
         if len(stmt) > MAX_SQL_ANSWERED:
             # The SQL the fake answers (what replication clients and subscribers send) is
             # short; a longer statement is refused unread, so it cannot hold the loop.
             raise ServerError("0A000", "the fake walsender does not answer this statement",
                               detail=f"A statement of {len(stmt):,} characters (it answers at most "
                                      f"{MAX_SQL_ANSWERED:,}): {stmt[:100]}…")
-        try:
-            ans = _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
-        except _sql.NotAnswered:
-            ans = self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
-        self._answer(ans)
-        return False
 
     def _answer(self, ans: Any) -> None:
         if isinstance(ans, _sql.Empty):

@@ -37,6 +37,7 @@ from pglast.stream import RawStream
 from .. import majors
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput import messages as m
+from ..pgtypes import type_name
 from ._base import SlotState
 from ._catalog import (
     CATALOG,
@@ -58,7 +59,7 @@ from .scenario import Table
 if TYPE_CHECKING:
     from .core import Connection, ServerState
 
-__all__ = ["SqlEngine", "unsupported"]
+__all__ = ["SqlEngine", "unsupported", "parse_one", "parameter_types", "bind_parameters", "returns_rows"]
 
 _SCHEMA = "pgw"
 
@@ -106,6 +107,9 @@ _FUNCTIONS = {
     "pg_encoding_to_char": _Function("name", (1,)),
     "obj_description": _Function("text", (1, 2)),
     "pg_get_publication_tables": _Function("record", (1,)),
+    # pgjdbc's type lookups (TypeInfoCache: the search path's schemas, in order)
+    "current_schemas": _Function("_name", (1,)),
+    "array_upper": _Function("int4", (2,)),
 }
 
 #: Functions with side effects on the server (slots), run before the query; result columns.
@@ -389,6 +393,7 @@ class SqlEngine:
         return self._db
 
     def _functions(self, db: Any) -> None:
+        from duckdb import list_type
         from duckdb.sqltypes import BIGINT, BOOLEAN, INTEGER, VARCHAR
 
         server = self.server
@@ -413,6 +418,10 @@ class SqlEngine:
         add("pg_backend_pid", lambda: self._pid, [], INTEGER)
         add("to_regclass", lambda name: self._regclass(name, missing_ok=True), [VARCHAR], BIGINT)
         add("pg_encoding_to_char", lambda n: "UTF8" if n == 6 else "", [INTEGER], VARCHAR)
+        add("current_schemas", lambda implicit: ["pg_catalog", "public"] if implicit else ["public"], [BOOLEAN],
+            list_type(VARCHAR))
+        add("array_upper", lambda arr, dim: len(arr) if arr and dim == 1 else None, [list_type(VARCHAR), INTEGER],
+            INTEGER)
         add("obj_description", lambda oid: None, [BIGINT], VARCHAR)
         add("obj_description", lambda oid, cat: None, [BIGINT, VARCHAR], VARCHAR)
         add("regclass_name", lambda oid: self._reg_name("regclass", oid), [BIGINT], VARCHAR)
@@ -787,19 +796,76 @@ def _engine_error(exc: Exception, sql: str) -> ServerError:
 
 
 class _Params(visitors.Visitor):  # type: ignore[misc]
-    """``$n`` replaced by the n-th parameter's text (NULL for None)."""
+    """``$n`` replaced by the n-th parameter's text (NULL for None), cast to its declared
+    type (*types*, 0 or missing: none) unless the parameter already is a cast's operand."""
 
-    def __init__(self, params: Sequence[str | None]) -> None:
+    def __init__(self, params: Sequence[str | None], types: Sequence[int] = ()) -> None:
         super().__init__()
         self.params = params
+        self.types = types
 
     def visit_ParamRef(self, ancestors: Any, node: ast.ParamRef) -> Any:
         if not 1 <= node.number <= len(self.params):
             raise ServerError("42P02", f"there is no parameter ${node.number}")
         value = self.params[node.number - 1]
-        if value is None:
-            return ast.A_Const(isnull=True)
-        return ast.A_Const(isnull=False, val=ast.String(sval=value))
+        const = ast.A_Const(isnull=True) if value is None else ast.A_Const(isnull=False, val=ast.String(sval=value))
+        oid = self.types[node.number - 1] if node.number <= len(self.types) else 0
+        name = type_name(oid) if oid not in (0, 25, 705) else None
+        if name is None or isinstance(ancestors.node, ast.TypeCast):
+            return const
+        return ast.TypeCast(arg=const, typeName=ast.TypeName(names=(ast.String(sval=name),)))
+
+
+class _ParamScan(visitors.Visitor):  # type: ignore[misc]
+    """The ``$n`` of a statement: number -> the type OID of the cast it is the operand of
+    (``$1::int4``), or 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict[int, int] = {}
+
+    def visit_ParamRef(self, ancestors: Any, node: ast.ParamRef) -> Any:
+        parent = ancestors.node
+        oid = _type_of_name(parent.typeName) if isinstance(parent, ast.TypeCast) else None
+        if not self.found.get(node.number):
+            self.found[node.number] = oid or 0
+
+
+def parse_one(sql: str) -> Any:
+    """The parse tree of one statement (None for an empty string), or the ServerError a
+    real server's Parse gives (exec_parse_message in postgres.c)."""
+    try:
+        parsed = parse_sql(sql)
+    except ParseError as exc:
+        raise ServerError("42601", str(exc.args[0]) if exc.args else "syntax error") from None
+    if len(parsed) > 1:
+        raise ServerError("42601", "cannot insert multiple commands into a prepared statement")
+    return parsed[0].stmt if parsed else None
+
+
+def parameter_types(stmt: Any, declared: Sequence[int]) -> tuple[int, ...]:
+    """The type OID of each parameter of a parsed statement: the one Parse declared, else
+    the type it is cast to, else text (what a real server resolves an unknown to)."""
+    scan = _ParamScan()
+    if stmt is not None:
+        scan(stmt)
+    count = max([len(declared), *scan.found])
+    return tuple((declared[i] if i < len(declared) and declared[i] else scan.found.get(i + 1) or 25)
+                 for i in range(count))
+
+
+def bind_parameters(sql: str, params: Sequence[str | None], types: Sequence[int]) -> str:
+    """*sql* with its ``$n`` replaced by the values' literals (the extended protocol's Bind,
+    so that a bound statement takes the simple query's path)."""
+    if not params:
+        return sql
+    stmt = parse_one(sql)
+    return str(RawStream()(_Params(params, types)(stmt)))
+
+
+def returns_rows(stmt: Any) -> bool:
+    """Does a parsed statement return rows (a Describe answers RowDescription, not NoData)?"""
+    return isinstance(stmt, (ast.SelectStmt, ast.VariableShowStmt, ast.ExplainStmt))
 
 
 class _Rewriter(visitors.Visitor):  # type: ignore[misc]
@@ -912,6 +978,9 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         engine_type = _CAST_TYPES.get(tname)
         if engine_type is None:
             return None
+        if tname == "regproc" and isinstance(node.arg, ast.A_Const) and isinstance(node.arg.val, ast.String):
+            # A function's name, as regprocout writes it for pg_catalog's (no schema).
+            return ast.A_Const(isnull=False, val=ast.String(sval=node.arg.val.sval.removeprefix("pg_catalog.")))
         array = "[]" if node.typeName.arrayBounds else ""
         return ast.TypeCast(arg=node.arg, typeName=ast.TypeName(names=(ast.String(sval=engine_type + array),),
                                                                 setof=False, pct_type=False, typemod=-1))

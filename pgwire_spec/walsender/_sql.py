@@ -98,6 +98,11 @@ def quote_ident(name: str) -> str:
 _PIECES = re.compile(r"""'(?:[^']+|'')*'?|"(?:[^"]+|"")*"?|;|[^'";]+""")
 
 
+def ends_transaction(sql: str) -> bool:
+    """Is *sql* a statement that a failed transaction block still runs (COMMIT, ROLLBACK …)?"""
+    return re.match(r"\s*(rollback|abort|commit|end)\b", sql, re.IGNORECASE) is not None
+
+
 def split_statements(sql: str) -> list[str]:
     """Split a simple Query on top-level semicolons (quotes respected)."""
     if ";" not in sql:

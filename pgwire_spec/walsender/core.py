@@ -59,6 +59,8 @@ from ._auth import Authenticator, SecretCache
 from ._base import CHUNK, Action, Close, Send, SlotState, Wait, _Stream
 from ._commands import _Commands
 from ._engine import SqlEngine
+from ._extended import EXTENDED_MESSAGES, _Extended, _Portal
+from ._extended import _Statement as _PreparedStatement
 from ._history import History, compile_history
 from ._render import Plan, render
 from ._startup import _Startup
@@ -101,12 +103,12 @@ PHASES = ("startup", "auth", "ready", "streaming", "closing", "closed")
 INPUT_PHASES = ("startup", "auth", "ready", "streaming")
 
 #: What the connection does with a frontend message, by kind.
-MESSAGE_KINDS = ("encryption", "cancel", "startup", "password", "query", "terminate", "copy", "other")
+MESSAGE_KINDS = ("encryption", "cancel", "startup", "password", "query", "extended", "terminate", "copy", "other")
 _KIND_OF: dict[type, str] = {
     SSLRequest: "encryption", GSSENCRequest: "encryption", CancelRequest: "cancel",
     StartupMessage: "startup", PasswordMessage: "password", SASLInitialResponse: "password",
     SASLResponse: "password", Query: "query", Terminate: "terminate", CopyData: "copy",
-    CopyDone: "copy", CopyFail: "copy",
+    CopyDone: "copy", CopyFail: "copy", **{cls: "extended" for cls in EXTENDED_MESSAGES},
 }
 
 
@@ -133,6 +135,7 @@ TRANSITIONS: dict[tuple[str, str], tuple[str, frozenset[str]]] = {
     ("startup", "startup"): ("startup", _STARTUP),
     ("startup", "password"): ("startup", _CLOSING),
     ("startup", "query"): ("startup", _CLOSING),
+    ("startup", "extended"): ("startup", _CLOSING),
     ("startup", "terminate"): ("startup", _CLOSING),
     ("startup", "copy"): ("startup", _CLOSING),
     ("startup", "other"): ("startup", _CLOSING),
@@ -146,12 +149,16 @@ TRANSITIONS: dict[tuple[str, str], tuple[str, frozenset[str]]] = {
     ("auth", "cancel"): ("protocol_violation", _CLOSING),
     ("auth", "startup"): ("protocol_violation", _CLOSING),
     ("auth", "query"): ("auth", _CLOSING),
+    ("auth", "extended"): ("auth", _CLOSING),
     ("auth", "copy"): ("auth", _CLOSING),
     ("auth", "other"): ("auth", _CLOSING),
     # Ready (PostgresMain's loop): a simple Query runs (a START_REPLICATION enters
     # streaming, a fatal error closes); Terminate closes; CopyData/Done/Fail after a COPY
     # the server ended are ignored, as PostgreSQL does; any other message type is FATAL.
     ("ready", "query"): ("query", _READY),
+    # The extended query protocol (Parse … Sync) runs on plain connections; a walsender
+    # answers its messages with an ERROR up to Sync (see _extended).
+    ("ready", "extended"): ("extended", frozenset({"ready", "closing"})),
     ("ready", "terminate"): ("terminate", frozenset({"ready"})),
     ("ready", "copy"): ("ignore", frozenset({"ready"})),
     ("ready", "encryption"): ("protocol_violation", _CLOSING),
@@ -171,7 +178,7 @@ TRANSITIONS: dict[tuple[str, str], tuple[str, frozenset[str]]] = {
 
 _ACTIONS = {
     "startup": "_act_startup", "auth": "_act_auth", "query": "_act_query", "terminate": "_act_terminate",
-    "ignore": "_act_ignore", "protocol_violation": "_act_protocol_violation", "stream": "_act_stream",
+    "ignore": "_act_ignore", "extended": "_act_extended", "protocol_violation": "_act_protocol_violation", "stream": "_act_stream",
 }
 
 
@@ -483,7 +490,7 @@ _FATAL_RULES = frozenset({"unknown-message-tag", "length-out-of-range", "truncat
                           "unknown-request-code", "unexpected-data"})
 
 
-class Connection(_Startup, _Commands, _Streaming):
+class Connection(_Startup, _Commands, _Extended, _Streaming):
     """One client connection's conversation (sans-IO)."""
 
     def __init__(self, server: ServerState, conn_id: int, peer: str) -> None:
@@ -525,6 +532,11 @@ class Connection(_Startup, _Commands, _Streaming):
         #: Positions the client reported ('r'): write, flush, apply.
         self.positions = (0, 0, 0)
         self.pending_faults = []
+        #: The extended query protocol's prepared statements and portals by name ("" the
+        #: unnamed ones), and whether an error skips messages until Sync.
+        self.statements: dict[str, _PreparedStatement] = {}
+        self.portals: dict[str, _Portal] = {}
+        self.skip_till_sync = False
         self._record(event="connected")
 
     def status(self) -> ConnectionStatus:
@@ -695,7 +707,14 @@ class Connection(_Startup, _Commands, _Streaming):
         self._auth_message(msg)
 
     def _act_query(self, msg: Any, now: float) -> None:
+        # A simple Query destroys the unnamed prepared statement and portal (docs:
+        # "Extended Query").
+        self.statements.pop("", None)
+        self.portals.pop("", None)
         self._query(msg.sql, now)
+
+    def _act_extended(self, msg: Any, now: float) -> None:
+        self._extended(msg, now)
 
     def _act_terminate(self, msg: Any, now: float) -> None:
         self.close_action = Close()

@@ -12,6 +12,7 @@ from pgwire_spec.wire import (
     CancelRequest,
     CopyDone,
     EmptyQueryResponse,
+    Parse,
     PasswordMessage,
     Query,
     SSLRequest,
@@ -39,6 +40,7 @@ SAMPLES: dict[str, Any] = {
                                           ("replication", "database"))),
     "password": PasswordMessage(b"wrong"),
     "query": Query("IDENTIFY_SYSTEM"),
+    "extended": Parse("", "SELECT 1"),
     "terminate": Terminate(),
     "copy": CopyDone(),
 }
