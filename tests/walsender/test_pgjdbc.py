@@ -1,0 +1,149 @@
+"""pgjdbc as a real client, unmodified (Debian's libpostgresql-jdbc-java), against the fake
+and against a real PostgreSQL 15 holding the same tables: the program in
+data/pgjdbc/PgjdbcClient.java reads the catalogs over the extended query protocol as a
+Debezium connector does on connect, creates a publication and a slot, streams one
+transaction through pgjdbc's replication API and acknowledges it; both servers must give
+it the same output. And the extended protocol's errors, message by message, on both."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgwire_spec.servers import Server
+from pgwire_spec.wire import (
+    BackendReader,
+    Bind,
+    Close,
+    Describe,
+    ErrorResponse,
+    Execute,
+    ParameterStatus,
+    Parse,
+    ReadyForQuery,
+    StartupMessage,
+    Sync,
+    encode_message,
+)
+from pgwire_spec.wire.reader import NeedData
+from tests._servers import pg_server  # noqa: F401
+
+from .test_sql_live import _real, fake  # noqa: F401
+
+pytestmark = [pytest.mark.live, pytest.mark.clients]
+
+SOURCE = Path(__file__).parent / "data" / "pgjdbc" / "PgjdbcClient.java"
+#: Debian's libpostgresql-jdbc-java.
+PGJDBC_JAR = Path("/usr/share/java/postgresql.jar")
+
+
+@pytest.fixture(scope="module")
+def pgjdbc_client(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command running the compiled program (compiled here with the JDK's javac)."""
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if javac is None or java is None:
+        pytest.skip("no JDK (Debian package default-jdk-headless): javac compiles the pgjdbc client")
+    if not PGJDBC_JAR.is_file():
+        pytest.skip(f"no pgjdbc at {PGJDBC_JAR} (Debian package libpostgresql-jdbc-java)")
+    out = tmp_path_factory.mktemp("pgjdbc")
+    proc = subprocess.run([javac, "-d", str(out), "-cp", str(PGJDBC_JAR), str(SOURCE)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return [java, "-cp", f"{out}:{PGJDBC_JAR}", "PgjdbcClient"]
+
+
+def _demo(command: list[str], host: str, port: int, user: str, *extra: str) -> list[str]:
+    proc = subprocess.run([*command, "demo", host, str(port), user, *extra], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_pgjdbc_demo_gives_the_same_output_on_the_fake_and_a_real_15(
+        pgjdbc_client: list[str], pg_server: Callable[..., Server], fake: Any) -> None:  # noqa: F811
+    server = fake(15)
+    ours = _demo(pgjdbc_client, "127.0.0.1", server.port, "postgres")
+    real = _real(pg_server, 15)
+    # On the real server the program writes the scenario's transaction itself.
+    theirs = _demo(pgjdbc_client, real.host, real.port, real.user, "--workload")
+    assert ours == theirs
+    assert ours[-8:] == ["message B", "message R public.accounts", "message I", "message U", "message D",
+                         "message C", "confirmed_flush_lsn reached the commit: true", "slot dropped"]
+    assert "binary-params row: 42 7 t null" in ours and "bad-query: 42703" in ours
+    # pgjdbc ran its catalog reads over the extended protocol, its replication over simple queries
+    kinds = {type(e.message).__name__ for e in server.transcript.entries if e.direction == "F"}
+    assert {"Parse", "Bind", "Describe", "Execute", "Sync", "Close", "Query"} <= kinds
+
+
+# ------------------------------------------------------------------------------------------
+# The extended protocol message by message, on the fake and on a real 15
+# ------------------------------------------------------------------------------------------
+
+#: Batches, each ending with Sync; what comes back is compared message name by message name
+#: (an error by its SQLSTATE).
+BATCHES: list[list[Any]] = [
+    [Parse("a", "SELECT $1::int4, $2"), Describe("S", "a"), Parse("a", "SELECT 1"), Bind("", "a"), Sync()],
+    [Bind("", "nope"), Sync()],
+    [Bind("", "a", (), (b"1",), ()), Sync()],
+    [Parse("", "SELECT 1; SELECT 2"), Sync()],
+    [Parse("", ""), Bind("", ""), Describe("P", ""), Execute(), Sync()],
+    [Execute("zz"), Sync()],
+    [Parse("", "SET extra_float_digits = 3"), Bind("", ""), Describe("P", ""), Execute("", 1), Sync()],
+    [Describe("S", "nope"), Sync()],
+    [Close("S", "nope"), Close("P", "nope"), Sync()],
+    [Parse("", "SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid IN (16, 20, 23) ORDER BY t.oid"),
+     Bind("p1", "", (), (), (1,)), Execute("p1", 2), Execute("p1", 2), Execute("p1", 2), Sync()],
+    [Parse("", "SELECT 1, 2"), Bind("", "", (), (), (1, 0, 1)), Sync()],
+    [Parse("", "SELECT $1::int4"), Bind("", "", (1,), (b"\x00\x01",), ()), Sync()],
+    [Parse("", "SELECT $1::int4"), Bind("", "", (0, 1), (b"1",), ()), Sync()],
+]
+
+
+def _exchange(host: str, port: int, user: str, replication: bool) -> list[list[str]]:
+    params = [("user", user), ("database", "postgres")] + ([("replication", "database")] if replication else [])
+    with socket.create_connection((host, port), timeout=20) as sock:
+        reader = BackendReader()
+        sock.sendall(encode_message(StartupMessage(parameters=tuple(params))))
+
+        def until_ready() -> list[Any]:
+            out: list[Any] = []
+            while True:
+                ev = reader.next_event()
+                if isinstance(ev, NeedData):
+                    data = sock.recv(65536)
+                    assert data, "the server closed the connection"
+                    reader.feed(data)
+                    continue
+                out.append(ev)
+                if isinstance(ev, ReadyForQuery):
+                    return out
+
+        until_ready()
+        answers = []
+        for batch in BATCHES:
+            sock.sendall(b"".join(encode_message(m) for m in batch))
+            answers.append([f"E{m.code}" if isinstance(m, ErrorResponse) else
+                            f"DataRow{m.values}" if type(m).__name__ == "DataRow" else type(m).__name__
+                            for m in until_ready() if not isinstance(m, ParameterStatus)])
+    return answers
+
+
+@pytest.mark.parametrize("replication", [False, True], ids=["plain", "replication"])
+def test_extended_protocol_answers_as_a_real_15(pg_server: Callable[..., Server], fake: Any,  # noqa: F811
+                                                replication: bool) -> None:
+    real = pg_server(15)
+    theirs = _exchange(real.host, real.port, real.user, replication)
+    ours = _exchange("127.0.0.1", fake(15).port, "postgres", replication)
+    assert ours == theirs
+    if replication:
+        assert all(answer in (["E08P01", "ReadyForQuery"], ["ReadyForQuery"]) for answer in ours)
+    else:
+        assert ours[9] == ["ParseComplete", "BindComplete", "DataRow(b'bool',)", "DataRow(b'int8',)",
+                           "PortalSuspended", "DataRow(b'int4',)", "CommandComplete", "CommandComplete",
+                           "ReadyForQuery"]
