@@ -72,6 +72,9 @@ class Codec:
     encode: Callable[[Any], bytes]
     source: str = field(repr=False)
     fields: list[str] = field(default_factory=list)
+    #: ``decode`` with TupleData values decoded at once, not on first access (the same
+    #: function for a layout without TupleData)
+    decode_eager: Callable[..., Any] | None = None
 
 
 _FMT_NAMES = _ir.FMT_NAMES
@@ -387,38 +390,62 @@ class _Gen:
         if self.lazy_tuples:
             self.dec_tuple_bounds(local, indent)
             return
-        if self.trace:
-            e(indent, "vals = []")
-            e(indent, "app = vals.append")
-        else:
-            # Every column takes at least one byte: a count past the end is truncation
-            # (IndexError sends us to the tracing path), and never a large allocation.
-            e(indent, "if cnt > len(data) - p:")
-            e(indent + 1, "raise IndexError")
-            e(indent, "vals = [None] * cnt")
+        if not self.trace:
+            self.dec_tuple_fast(local, indent)
+            return
+        e(indent, "vals = []")
+        e(indent, "app = vals.append")
         e(indent, "for ci in range(cnt):")
         i2 = indent + 1
         cpath = fpath + " + f'[{ci}]'"
-        store = "app({})" if self.trace else "vals[ci] = {}"
         self.tr(i2, cpath + " + '.kind'", "Byte1 n, u, t or b")
         e(i2, "k = data[p]")
         e(i2, "p += 1")
         e(i2, "if k == 116:")  # 't'
         self.dec_byten("v", i2 + 1, cpath, text=True)
-        e(i2 + 1, store.format("v"))
+        e(i2 + 1, "app(v)")
         e(i2, "elif k == 110:")  # 'n'
-        if self.trace:
-            e(i2 + 1, "app(None)")
-        else:
-            e(i2 + 1, "pass")
+        e(i2 + 1, "app(None)")
         e(i2, "elif k == 98:")  # 'b'
         e(i2 + 1, "if not binary_ok:")
         e(i2 + 2, "raise Fail('binary-not-negotiated', \"no 'b' value without binary = true\", \"a 'b' value\")")
         self.dec_byten("v", i2 + 1, cpath, text=False)
-        e(i2 + 1, store.format("v"))
+        e(i2 + 1, "app(v)")
         e(i2, "elif k == 117:")  # 'u'
-        e(i2 + 1, store.format("UNCHANGED"))
+        e(i2 + 1, "app(UNCHANGED)")
         e(i2, "else:")
+        e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
+        e(indent, f"{local} = tuple(vals)")
+
+    def dec_tuple_fast(self, local: str, indent: int) -> None:
+        """The fast path's TupleData: the values decoded in one walk.
+
+        Lengths are read unsigned and not compared with what is left: a length past the end
+        moves ``p`` past it, and the next kind byte (IndexError) or the end-of-message check
+        sends the payload to the tracing pass, which names the column. Every column moves
+        ``p`` on by at least one byte, so a count past the end costs at most len(data)
+        columns, and no allocation."""
+        e = self.emit
+        e(indent, "vals = []")
+        e(indent, "app = vals.append")
+        e(indent, "for _ in range(cnt):")
+        i2 = indent + 1
+        e(i2, "k = data[p]")
+        e(i2, "if k == 116:")  # 't'
+        e(i2 + 1, "q = p + 5 + u32(data, p)[0]")
+        e(i2 + 1, "app(data[p + 5:q].decode())")
+        e(i2 + 1, "p = q")
+        e(i2, "elif k == 110:")  # 'n'
+        e(i2 + 1, "app(None)")
+        e(i2 + 1, "p += 1")
+        e(i2, "elif k == 117:")  # 'u'
+        e(i2 + 1, "app(UNCHANGED)")
+        e(i2 + 1, "p += 1")
+        e(i2, "elif k == 98 and binary_ok:")  # 'b'
+        e(i2 + 1, "q = p + 5 + u32(data, p)[0]")
+        e(i2 + 1, "app(data[p + 5:q])")
+        e(i2 + 1, "p = q")
+        e(i2, "else:")  # an unknown kind, or 'b' not negotiated: the tracing pass says which
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = tuple(vals)")
 
@@ -446,8 +473,8 @@ class _Gen:
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = _new(_TV)")
         # the values are read later: from bytes, never from a buffer the caller may reuse
-        e(indent, f"_tv_raw({local}, (data if type(data) is bytes else bytes(data), s, cnt))")
-        e(indent, f"_tv_values({local}, None)")
+        e(indent, f"{local}.raw = (data if type(data) is bytes else bytes(data), s, cnt)")
+        e(indent, f"{local}._values = None")
 
     def dec_array(self, f: _ir.Field, cexpr: str, local: str, indent: int, fpath: str) -> None:
         e = self.emit
@@ -721,6 +748,11 @@ def _generate_tuple_values() -> tuple[Callable[[bytes, int, int], tuple[Any, ...
 _tuple_values, TUPLE_VALUES_SOURCE = _generate_tuple_values()
 
 
+#: How many TupleValues had their values decoded, ever (PgOutputDecoder compares it with the
+#: rows it decoded, to decode values at once for a reader that reads them all).
+READS = [0]
+
+
 class TupleValues:
     """A TupleData's values as the generated Python decoder returns them: a read-only
     sequence equal to (and hashing like) the tuple of the values (``str`` for 't', ``bytes``
@@ -745,7 +777,15 @@ class TupleValues:
         self._values = values
         self.raw = (_encode_tuple(values), 2, len(values))
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: F811
+        """``tuple``, so that ``isinstance(values, tuple)`` holds as for the C decoder's
+        plain tuples (``type(values)`` stays TupleValues; C code that reads a real tuple's
+        storage does not take it for one, and iterates it)."""
+        return tuple
+
     def _decode(self) -> tuple[Any, ...]:
+        READS[0] += 1
         data, p, cnt = self.raw
         values = self._values = _tuple_values(data, p, cnt)
         return values
@@ -756,6 +796,7 @@ class TupleValues:
     def __iter__(self) -> Any:
         v = self._values
         if v is None:
+            READS[0] += 1
             data, p, cnt = self.raw
             v = self._values = _tuple_values(data, p, cnt)
         return iter(v)
@@ -889,18 +930,17 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         "_osa": object.__setattr__,
         "_U32_unpack": _KIND_U32.unpack_from,
         "_TV": TupleValues,
-        "_tv_raw": TupleValues.raw.__set__,  # type: ignore[attr-defined]
-        "_tv_values": TupleValues._values.__set__,  # type: ignore[attr-defined]
     }
     consts: dict[str, Any] = {}
     lowered = _ir.lower(name, layout)
     sources = []
     fields: list[str] = []
-    for trace in (False, True):
+    # the fast path with lazy TupleData values, the fast path decoding them at once, the
+    # tracing pass
+    for fn, trace, lazy in (("decode", False, True), ("decode_eager", False, False), ("explain", True, False)):
         g = _Gen(nested, consts)
         g.trace = trace
-        g.lazy_tuples = not trace
-        fn = "explain" if trace else "decode"
+        g.lazy_tuples = lazy
         sig = "data, in_stream, abort_tail, binary_ok, tr" if trace else "data, in_stream, abort_tail, binary_ok=True"
         g.emit(0, f"def {fn}({sig}):")
         g.emit(1, "p = 0")
@@ -915,7 +955,10 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
         g.build("m", cls, [(n, f"f_{n}") for n in names], 1)
         g.emit(1, "return m")
         fields = names
-        sources.append("\n".join(_tidy(g.lines, trace)))
+        text = "\n".join(_tidy(g.lines, trace))
+        if fn == "decode_eager" and text.replace("decode_eager(", "decode(", 1) == sources[0]:
+            continue  # no TupleData: one fast path
+        sources.append(text)
     g = _Gen(nested, consts)
     g.emit(0, "def encode(m):")
     g.emit(1, "out = []")
@@ -925,7 +968,8 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
     ns.update(consts)
     source = "\n\n".join(sources)
     exec(compile(source, f"<pgwire_spec codec {name}>", "exec"), ns)
-    return Codec(name, cls, ns["decode"], ns["explain"], ns["encode"], source, fields)
+    return Codec(name, cls, ns["decode"], ns["explain"], ns["encode"], source, fields,
+                 ns.get("decode_eager", ns["decode"]))
 
 
 def decode_traced(
@@ -1000,6 +1044,7 @@ class Family:
         self.codecs = {name: generate(name, lay, classes[name], nested) for name, lay in layouts.items()}
         self.by_tag: dict[int, Codec] = {ord(c.cls.tag): c for c in self.codecs.values()}  # type: ignore[attr-defined]
         self.decoders = {tag: c.decode for tag, c in self.by_tag.items()}
+        self.eager_decoders = {tag: c.decode_eager or c.decode for tag, c in self.by_tag.items()}
         self.encoders = {c.cls: c.encode for c in self.codecs.values()}
         self.layouts = layouts
         self.known_tags = " ".join(sorted(chr(t) for t in self.by_tag))

@@ -52,9 +52,12 @@ def load_c_decoders() -> dict[int, Any]:
 #: "c" (generated C decoders) or "python" (generated Python decoders).
 BACKEND = "python"
 _DECODERS = PY_DECODERS
+#: The decoders that decode TupleData values at once (the C ones always do; the Python
+#: ones otherwise on first access: TupleValues)
+_EAGER_DECODERS = FAMILY.eager_decoders
 if os.environ.get("PGWIRE_SPEC_PURE_PYTHON", "") in ("", "0"):
     try:
-        _DECODERS = load_c_decoders()
+        _DECODERS = _EAGER_DECODERS = load_c_decoders()
         BACKEND = "c"
     except ModuleNotFoundError:
         pass  # not built (no compiler at install time): the Python codec

@@ -6,16 +6,22 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from .._codegen import TupleValues
+from .._codegen import READS, TupleValues
 from ..errors import DecodeError, OptionError
 from . import _catalogue, _state
 from . import messages as m
-from ._codec import _DECODERS, BAD_INPUT, decode_payload, explain_payload
+from ._codec import _DECODERS, _EAGER_DECODERS, BAD_INPUT, decode_payload, explain_payload
 
 _STREAM = _state.STREAM
 _RELATION = ord(m.Relation.tag)
 #: Relation messages a decoder remembers by their bytes, at most (then it starts again)
 _RELATION_MEMO_SIZE = 1024
+#: The messages with TupleData, whose values the Python decoders decode on first access
+_ROW_TAGS = tuple(ord(c.tag) for c in (m.Insert, m.Update, m.Delete))
+#: Rows a decoder watches to learn whether its reader reads their values (_adapt), and how
+#: many more it then decodes at once before it watches again
+_WINDOW = 256
+_EAGER_SPAN = 64 * _WINDOW
 _LAZY = TupleValues
 
 __all__ = ["PgOutputDecoder", "decode_message", "normalize_streaming", "Streaming", "DECODER_OPTIONS",
@@ -162,6 +168,8 @@ class PgOutputDecoder:
         self._stream_xid: int | None = None
         self._begin: m.Begin | m.BeginPrepare | None = None
         self._index = 0
+        #: [rows left in this window, READS when it began, values decoded at once]
+        self._window: list[Any] = [_WINDOW, READS[0], False]
         self._checks = {
             "B": self._on_begin,
             "b": self._on_begin,
@@ -227,6 +235,28 @@ class PgOutputDecoder:
             return msg
 
         return relation
+
+    def _adapt(self) -> None:
+        """At the end of a window of rows: the Python decoders decode a row's values on
+        first access, which a reader that skips rows never pays for and one that reads
+        every value pays as a second walk of the row. When nearly every row of a window
+        was read, decode values at once for a while, then watch a window again. Only the
+        speed changes: the values are equal either way."""
+        win = self._window
+        if _EAGER_DECODERS is _DECODERS:  # the C decoders: values always decoded at once
+            win[0] = 1 << 62
+            return
+        eager = not win[2] and READS[0] - win[1] >= _WINDOW * 9 // 10
+        self._decode_rows_at_once(eager)
+        win[:] = [_EAGER_SPAN if eager else _WINDOW, READS[0], eager]
+
+    def _decode_rows_at_once(self, eager: bool) -> None:
+        decoders = _EAGER_DECODERS if eager else _DECODERS
+        for entries in self._fast.values():
+            for byte in _ROW_TAGS:
+                entry = entries.get(byte)
+                if entry is not None:
+                    entries[byte] = (decoders[byte], *entry[1:])
 
     @property
     def options(self) -> dict[str, Any]:
@@ -353,6 +383,9 @@ class PgOutputDecoder:
         self._relations.clear()  # the checks hold this dict: emptied, not replaced
         for memo in self._relation_memo:
             memo.clear()
+        if self._window[2]:
+            self._decode_rows_at_once(False)
+        self._window[:] = [_WINDOW, READS[0], False]
         self.types.clear()
         self.open_streams.clear()
         self._stream_xid = None
@@ -453,8 +486,12 @@ class PgOutputDecoder:
     def _on_insert(self) -> Any:
         relations = self._relations
         check_tuple = self._check_tuple
+        win, adapt = self._window, self._adapt
 
         def on_insert(msg: Any, index: int) -> None:
+            win[0] -= 1
+            if not win[0]:
+                adapt()
             new = msg.new_tuple
             try:
                 if (new.raw[2] if type(new) is _LAZY else len(new)) == len(relations[msg.relation_id].columns):
@@ -469,8 +506,12 @@ class PgOutputDecoder:
         relations = self._relations
         check_tuple = self._check_tuple
         check_full = self._check_full
+        win, adapt = self._window, self._adapt
 
         def on_update(msg: Any, index: int) -> None:
+            win[0] -= 1
+            if not win[0]:
+                adapt()
             rel = relations.get(msg.relation_id)
             ncols = -1 if rel is None else len(rel.columns)
             old = msg.old_tuple
@@ -490,8 +531,12 @@ class PgOutputDecoder:
         relations = self._relations
         check_tuple = self._check_tuple
         check_full = self._check_full
+        win, adapt = self._window, self._adapt
 
         def on_delete(msg: Any, index: int) -> None:
+            win[0] -= 1
+            if not win[0]:
+                adapt()
             rel = relations.get(msg.relation_id)
             old = msg.old_tuple
             if rel is None or (old.raw[2] if type(old) is _LAZY else len(old)) != len(rel.columns):

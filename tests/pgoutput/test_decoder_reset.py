@@ -12,7 +12,7 @@ from pgwire_spec import PgOutputDecoder
 from pgwire_spec.corpus.seeds import builtin_streams
 from pgwire_spec.errors import DecodeError
 
-_TABLES = {"_table", "_fast", "_checks", "_here"}
+_TABLES = {"_table", "_fast", "_checks", "_here", "_window"}
 
 
 def _state(decoder: PgOutputDecoder) -> dict[str, Any]:

@@ -107,6 +107,8 @@ def check(data: bytes, ctx: tuple[bool, bool, bool]) -> Any:
     py, py_fast = outcome(PY_DECODERS, data, ctx)
     c, c_fast = outcome(C_DECODERS, data, ctx)
     assert same(c, py), (data, ctx, c, py)
+    eager, _ = outcome(_codec.FAMILY.eager_decoders, data, ctx)
+    assert same(c, eager), (data, ctx, c, eager)
     # The fast paths refuse the same bad input; they differ only on text that is not UTF-8,
     # which one hands to the tracing path and the other keeps (Python's lazy tuple values,
     # decoded like the tracing path does): then both decoded it, alike (checked above).
@@ -262,6 +264,8 @@ def test_real_stream_through_the_stateful_decoder(strict: bool, monkeypatch: pyt
 
     def run(fast: dict[int, Any]) -> tuple[list[Any], list[Any]]:
         monkeypatch.setattr(decoder_module, "_DECODERS", fast)
+        monkeypatch.setattr(decoder_module, "_EAGER_DECODERS",
+                            fast if fast is C_DECODERS else _codec.FAMILY.eager_decoders)
         out: list[Any] = []
         warnings: list[Any] = []
         for index, options in enumerate(header["option_sets"]):

@@ -12,7 +12,8 @@ import pytest
 from pgwire_spec import DecodeError, PgOutputDecoder, encode
 from pgwire_spec._codegen import TupleValues
 from pgwire_spec.pgoutput import _codec
-from pgwire_spec.pgoutput.messages import UNCHANGED, Insert, Relation, RelationColumn, Update
+from pgwire_spec.pgoutput import decoder as decoder_module
+from pgwire_spec.pgoutput.messages import UNCHANGED, Begin, Insert, Relation, RelationColumn, Update
 
 INSERT = _codec.PY_DECODERS[ord("I")]
 UPDATE = _codec.PY_DECODERS[ord("U")]
@@ -42,6 +43,10 @@ def test_behaves_as_the_tuple_of_its_values() -> None:
     assert pickle.loads(pickle.dumps(t)) == VALUES and type(pickle.loads(pickle.dumps(t))) is tuple
     assert copy.deepcopy(t) == VALUES
     assert TupleValues(VALUES) == t and len(TupleValues(VALUES)) == 5
+    # a tuple to isinstance, as the C decoder's plain tuples are; C code that reads a real
+    # tuple's storage does not take it for one (it iterates it, or refuses it)
+    assert isinstance(t, tuple) and type(t) is TupleValues
+    assert "{}|{}|{}|{}|{}".format(*t) == "{}|{}|{}|{}|{}".format(*VALUES)
 
 
 def test_messages_compare_equal_across_backends() -> None:
@@ -91,3 +96,36 @@ def test_update_with_old_and_new_tuple() -> None:
     msg = Update(None, 7, "O", ("a", None), ("b", UNCHANGED))
     got = UPDATE(encode(msg), False, False, True)
     assert type(got.old_tuple) is TupleValues and got == msg
+
+
+def _rows(monkeypatch: pytest.MonkeyPatch, read: bool, count: int) -> list[type]:
+    """The types of new_tuple a stateful decoder with the Python codec hands a reader that
+    reads every value (*read*) or none, row after row."""
+    monkeypatch.setattr(decoder_module, "_DECODERS", _codec.PY_DECODERS)
+    monkeypatch.setattr(decoder_module, "_EAGER_DECODERS", _codec.FAMILY.eager_decoders)
+    d = PgOutputDecoder()
+    d.decode(encode(Begin(100, 1, 5)))
+    d.decode(encode(Relation(None, 16384, "public", "t", "d",
+                             (RelationColumn(1, "a", 23, -1), RelationColumn(0, "b", 25, -1)))))
+    types = []
+    for i in range(count):
+        msg = d.decode(encode(Insert(None, 16384, (str(i), None))))
+        types.append(type(msg.new_tuple))
+        if read:
+            assert tuple(msg.new_tuple) == (str(i), None)
+    return types
+
+
+def test_a_reader_of_every_value_gets_them_decoded_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    window = decoder_module._WINDOW
+    types = _rows(monkeypatch, True, window + decoder_module._EAGER_SPAN + window + 2)
+    assert set(types[:window]) == {TupleValues}
+    # nearly every row read: the rows after the window decoded at once, until a new window
+    eager = types[window:window + decoder_module._EAGER_SPAN]
+    assert set(eager) == {tuple}
+    rest = types[window + decoder_module._EAGER_SPAN:]
+    assert set(rest[:window]) == {TupleValues} and set(rest[window:]) == {tuple}
+
+
+def test_a_reader_that_skips_rows_keeps_the_lazy_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert set(_rows(monkeypatch, False, 3 * decoder_module._WINDOW)) == {TupleValues}
