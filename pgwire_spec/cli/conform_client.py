@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="the client's name in the reports (default: the command's program)")
     p.add_argument("--slot", default="conform", help="the slot name given as {slot} (default: conform)")
     p.add_argument("--only", metavar="CASE", action="append", default=[], help="run only this case (repeatable)")
-    p.add_argument("--report", metavar="DIR", help="write junit.xml and index.json here")
+    p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
     p.add_argument("--list", action="store_true", help="list the cases (id, window, what is checked) and exit")
 
 
@@ -42,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
     print_grades(result, sys.stdout)
     if args.report:
         paths = write_reports([result], args.report)
-        print(f"reports: {paths['junit']} {paths['index']}", file=sys.stderr)
+        print(f"reports: {paths['junit']} {paths['index']} {paths['html']}", file=sys.stderr)
     return 0 if result.ok else 1

@@ -7,8 +7,9 @@ when the slot is missing or active. :func:`run_client` starts the client from a 
 line for each case and returns a :class:`Grade` per case.
 
 The applied hook: a client may print, on its stdout, one JSON line per transaction it
-applied, ``{"applied": "0/16B3748"}`` (the Commit's end LSN); the oracles then also judge
-acknowledgements against what was applied, and duplicates.
+applied, ``{"applied": "0/16B3748"}`` (the Commit's end LSN), optionally with
+``"changes": N`` (the row changes it applied); the oracles then also judge acknowledgements
+against what was applied, duplicates, and what a streamed transaction applied.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .cases import CASES, ClientCase, Grade, Run, case, parse_hook_line
+from .cases import CASES, ClientCase, Grade, HookLine, Run, case, parse_hook, parse_hook_line
 
 if TYPE_CHECKING:
     from .report import index, junit, markdown_table, print_grades, write_reports
@@ -35,5 +36,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CASES", "ClientCase", "Grade", "Run", "case", "parse_hook_line", "run_client", "ClientResult",
+__all__ = ["CASES", "ClientCase", "Grade", "HookLine", "Run", "case", "parse_hook", "parse_hook_line", "run_client", "ClientResult",
            "ClientCommandError", "print_grades", "write_reports", "index", "junit", "markdown_table"]

@@ -16,7 +16,7 @@ from typing import Any
 from ..lsn import format_lsn, parse_lsn
 from ..walsender.transcript import Entry
 
-__all__ = ["ClientCase", "Grade", "Run", "CASES", "case", "parse_hook_line", "STATUSES"]
+__all__ = ["ClientCase", "Grade", "Run", "CASES", "case", "parse_hook_line", "parse_hook", "HookLine", "STATUSES"]
 
 #: The grades a case gives.
 STATUSES = ("passed", "failed", "not applicable")
@@ -40,6 +40,9 @@ class Run:
     #: When the runner began stopping the client (seconds since the server started; None
     #: when the client exited on its own): closes from then on are not the client's doing.
     stopped: float | None = None
+    #: Applied LSN -> the row changes the client applied in that transaction, when its hook
+    #: lines say (``"changes": N``).
+    changes: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,25 +81,53 @@ class ClientCase:
         return Grade(self.id, status, reason, _evidence(run.entries, at) if status == "failed" else ())
 
 
-def parse_hook_line(line: str) -> int | None:
-    """The LSN of one line of the applied hook: a JSON object ``{"applied": "0/16B3748"}``
-    (or the LSN as an integer); None for any other line (clients may print other things)."""
+@dataclass(frozen=True, slots=True)
+class HookLine:
+    """One line of the applied hook: the transaction's end ``lsn`` and, when the client
+    says, the row ``changes`` (inserts, updates, deletes) it applied for it."""
+
+    lsn: int
+    changes: int | None = None
+
+
+#: The longest hook line read (a client may print other, longer lines: ignored).
+_HOOK_LINE_MAX = 4096
+
+
+def parse_hook(line: str) -> HookLine | None:
+    """One line of the applied hook: a JSON object ``{"applied": "0/16B3748"}`` (the LSN as
+    text or an integer), optionally with ``"changes": N``; None for any other line (clients
+    may print other things)."""
     line = line.strip()
-    if not line.startswith("{"):
+    if not line.startswith("{") or len(line) > _HOOK_LINE_MAX:
         return None
     try:
         obj = json.loads(line)
     except ValueError:
         return None
-    value = obj.get("applied") if isinstance(obj, dict) else None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str):
+    if not isinstance(obj, dict):
+        return None
+    value = obj.get("applied")
+    lsn: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 64:
+        lsn = value
+    elif isinstance(value, str):
         try:
-            return parse_lsn(value)
+            lsn = parse_lsn(value)
         except ValueError:
             return None
-    return None
+    if lsn is None:
+        return None
+    changes = obj.get("changes")
+    if isinstance(changes, bool) or not isinstance(changes, int) or changes < 0:
+        changes = None
+    return HookLine(lsn, changes)
+
+
+def parse_hook_line(line: str) -> int | None:
+    """The LSN of one line of the applied hook (:func:`parse_hook`), or None."""
+    hook = parse_hook(line)
+    return hook.lsn if hook is not None else None
 
 
 # ------------------------------------------------------------------------------------------
@@ -276,12 +307,17 @@ def _resume(run: Run) -> tuple[str, str, int | None]:
             lsn = _start_lsn(e.message.sql)
             # A client may resume after a transaction it received in full although its
             # acknowledgement was lost with the connection (a subscriber's replication origin
-            # does: logical/worker.c); beyond that, what lies between is lost.
-            bound = max(confirmed, received)
+            # does: logical/worker.c), or anywhere up to the commit of the first transaction
+            # it has not received in full: decoding skips only transactions committing
+            # before the start (snapbuild.c SnapBuildXactNeedsSkip); beyond that, what lies
+            # between is lost.
+            partial = min((f for f in begun if f not in committed), default=0)
+            bound = max(confirmed, received, partial)
             if len(starts) > 1 and lsn is not None and lsn > bound:
-                return ("failed", f"resumed at {format_lsn(lsn)}, after its confirmed flush {format_lsn(confirmed)} "
-                                  f"and the end of the last transaction it received in full "
-                                  f"{format_lsn(received)}: what lies between is lost", i)
+                return ("failed", f"resumed at {format_lsn(lsn)}, after its confirmed flush {format_lsn(confirmed)}, "
+                                  f"the end of the last transaction it received in full {format_lsn(received)} "
+                                  f"and the commit of the first it had not ({format_lsn(partial)}): what lies between "
+                                  f"is lost", i)
         elif e.direction == "B" and e.pgoutput is not None:
             name = type(e.pgoutput).__name__
             if name == "Begin":
@@ -351,6 +387,196 @@ def _shutdown_scenario(slot: str) -> dict[str, Any]:
 
 def _shutdown_judged(run: Run) -> bool:
     return _shutdown(run)[0] == "passed"
+
+
+# ------------------------------------------------------------------------------------------
+# A subtransaction aborted inside a streamed transaction
+# ------------------------------------------------------------------------------------------
+
+#: The streamed transaction: rows kept before and after a subtransaction whose rows are
+#: rolled back; each row about 9 kB, so each part passes logical_decoding_work_mem (64 kB)
+#: and is streamed before the rollback, which then reaches the client as a Stream Abort of
+#: the subtransaction (protocol docs, 53.9 "Stream Abort"; reorderbuffer.c
+#: ReorderBufferAbort on a streamed subtransaction).
+_STREAM_KEPT, _STREAM_ABORTED, _STREAM_ROW = 16, 8, "x" * 9000
+
+
+def _stream_scenario(slot: str) -> dict[str, Any]:
+    def rows(first: int, n: int) -> list[dict[str, Any]]:
+        return [{"insert": "public.accounts", "new": {"id": k, "name": _STREAM_ROW}} for k in range(first, first + n)]
+    half = _STREAM_KEPT // 2
+    changes = [*rows(1, half), {"subtransaction": rows(1001, _STREAM_ABORTED), "rollback": True},
+               *rows(1 + half, half)]
+    return _base(slot, transactions=[{"changes": changes, "stream": True}], keepalive={"interval": 0.5})
+
+
+def _pg(e: Entry) -> str:
+    return type(e.pgoutput).__name__ if e.pgoutput is not None else ""
+
+
+def _stream_subxact(run: Run) -> tuple[str, str, int | None]:
+    """A transaction streamed in blocks, with a Stream Abort of one of its subtransactions
+    between them, is applied at its Stream Commit with every change of the top-level
+    transaction and none of the aborted subtransaction's (with the hook's ``changes``), or
+    at least acknowledged without the connection failing (without them)."""
+    entries = run.entries
+    if not any(_pg(e) == "StreamStart" for e in entries):
+        return ("not applicable", "the client did not ask for streaming (protocol version 2 or later, streaming "
+                                  "on): the transaction came whole", None)
+    aborts = [i for i, e in enumerate(entries) if _pg(e) == "StreamAbort" and e.pgoutput.subtransaction_xid != e.pgoutput.xid]
+    if not aborts:
+        return ("not applicable", "no Stream Abort of a subtransaction reached the client", None)
+    at = aborts[0]
+    commits = [i for i, e in enumerate(entries) if _pg(e) == "StreamCommit" and i > at]
+    if not commits:
+        conn = entries[at].connection
+        for e in entries[at + 1:]:
+            if e.connection == conn and e.event in ("closed", "reset") and (run.stopped is None
+                                                                             or e.time < run.stopped):
+                return ("failed", "the client closed the connection after the Stream Abort of subtransaction "
+                                  f"{entries[at].pgoutput.subtransaction_xid}, before the Stream Commit", at)
+        return ("not applicable", "the window ended before the Stream Commit", None)
+    c = commits[0]
+    end = entries[c].pgoutput.end_lsn
+    if run.applied:
+        if end not in {lsn for _, lsn in run.applied}:
+            return ("failed", f"the streamed transaction (Stream Commit, end {format_lsn(end)}) was never reported "
+                              f"applied: a subtransaction's abort dropped the whole transaction", c)
+        n = run.changes.get(end)
+        if n is None:
+            return ("passed", f"applied the streamed transaction ending at {format_lsn(end)} after the Stream Abort "
+                              f"of a subtransaction (its row count not reported: no \"changes\" in the hook)", None)
+        if n != _STREAM_KEPT:
+            why = (f"the aborted subtransaction's {_STREAM_ABORTED} rows were applied too" if n == _STREAM_KEPT
+                   + _STREAM_ABORTED else f"expected the top-level transaction's {_STREAM_KEPT}")
+            return ("failed", f"applied {n} row changes of the streamed transaction: {why}", at)
+        return ("passed", f"applied the streamed transaction's {n} row changes, none of the aborted "
+                          f"subtransaction's {_STREAM_ABORTED}", None)
+    conn = entries[c].connection
+    flushed = max((e.payload.flush_lsn for e in entries[c:] if e.connection == conn and e.direction == "F"
+                   and _tag(e) == "r"), default=0)
+    if flushed >= end:
+        return ("passed", f"acknowledged the streamed transaction (flush {format_lsn(flushed)}) after the Stream "
+                          f"Abort of a subtransaction (what it applied is not judged: no applied hook)", None)
+    return ("failed", f"never acknowledged the streamed transaction ending at {format_lsn(end)} (flush reached "
+                      f"{format_lsn(flushed)})", c)
+
+
+def _stream_judged(run: Run) -> bool:
+    return _stream_subxact(run)[0] in ("passed", "failed") and any(_pg(e) == "StreamCommit" for e in run.entries)
+
+
+# ------------------------------------------------------------------------------------------
+# The slot invalidated; wal_sender_timeout
+# ------------------------------------------------------------------------------------------
+
+
+def _invalidated_scenario(slot: str) -> dict[str, Any]:
+    # After the 2nd Commit the slot loses its WAL: the walsender using it is terminated
+    # (slot.c InvalidatePossiblyObsoleteSlot: FATAL 57P01), every START_REPLICATION then
+    # meets 55000 "can no longer get changes from replication slot" (logical.c).
+    return _base(slot, transactions=_txns(4), keepalive={"interval": 0.5},
+                 faults=[{"action": "invalidate_slot", "kind": "Commit", "after_messages": 2,
+                          "reason": "wal_removed"}])
+
+
+def _reaction(run: Run, at: int, what: str) -> tuple[str, str, int | None] | None:
+    """How the client reacted once the server ended its connection at entry *at*: a
+    passing or failing grade for an exit (status 0 says nothing went wrong: not a clear
+    error), None when it is still running (the caller judges its retries)."""
+    if run.exit_code is None:
+        return None
+    if run.exit_code == 0:
+        return ("failed", f"{what}; the client exited with status 0, reporting no error", at)
+    return ("passed", f"{what}; the client exited with status {run.exit_code}", None)
+
+
+def _slot_invalidated(run: Run) -> tuple[str, str, int | None]:
+    """After its slot is invalidated (its connection ended with FATAL 57P01, then 55000 on
+    START_REPLICATION) the client exits with an error, or retries at most
+    :data:`HOT_LOOP_RATE` times a second; it neither hangs nor hammers the server."""
+    entries = run.entries
+    fired = next((i for i, e in enumerate(entries) if e.event == "fault:invalidate_slot"), None)
+    if fired is None:
+        return ("not applicable", "the client never reached the point where its slot is invalidated", None)
+    t0 = entries[fired].time
+    errs = [i for i in _errors(entries, "55000") if i > fired]
+    attempts = len({entries[i].connection for i in errs})
+    what = "its slot was invalidated" + (f", {attempts} attempt(s) met 55000" if attempts else "")
+    verdict = _reaction(run, fired, what)
+    if verdict is not None:
+        return verdict
+    end = run.stopped if run.stopped is not None else (entries[-1].time if entries else t0)
+    span = max(end - t0, 1e-3)
+    if attempts / span > HOT_LOOP_RATE:
+        return ("failed", f"{attempts} attempts met 55000 in {span:.1f} s ({attempts / span:.1f}/s) after its slot "
+                          f"was invalidated: a hot loop", errs[-1])
+    if not attempts:
+        if span < HANG_AFTER:
+            return ("not applicable", f"the window ended {span:.1f} s after the slot was invalidated: too soon to "
+                                      f"judge the reaction", None)
+        return ("failed", f"its connection ended (FATAL 57P01, the slot invalidated) and in {span:.1f} s the client "
+                          f"neither exited nor tried again: it hangs", fired)
+    return ("passed", f"{what} in {span:.1f} s ({attempts / span:.1f}/s): retries with backoff, still running", None)
+
+
+#: Seconds without an exit or a new attempt after the server ended the connection that make
+#: a hang (longer than the 5 s pg_recvlogical and subscribers wait before trying again).
+HANG_AFTER = 5.5
+
+
+#: The wal_sender_timeout the case's server enforces (seconds; PostgreSQL's default is 60).
+SENDER_TIMEOUT = 2.0
+
+
+def _timeout_scenario(slot: str) -> dict[str, Any]:
+    data = _base(slot, transactions=_txns(3), keepalive={"interval": 30})
+    data["server"]["wal_sender_timeout"] = SENDER_TIMEOUT
+    return data
+
+
+def _sender_timeout(run: Run) -> tuple[str, str, int | None]:
+    """With wal_sender_timeout enforced (a keepalive asking for a reply at half of it, the
+    connection closed without a message at its end; walsender.c WalSndCheckTimeOut), a
+    client either is never terminated, or reacts sanely: reconnects and resumes no later
+    than its confirmed flush, or exits with an error; it does not hang."""
+    entries = run.entries
+    kills = [i for i, e in enumerate(entries) if e.event is not None and "replication timeout" in e.event]
+    if not kills:
+        if not _streaming(entries):
+            return ("not applicable", "the client never reached the stream", None)
+        updates = sum(1 for e in entries if e.direction == "F" and _tag(e) == "r")
+        return ("passed", f"never terminated: {updates} status update(s) kept it within wal_sender_timeout "
+                          f"({SENDER_TIMEOUT:g} s)", None)
+    at = kills[0]
+    e0 = entries[at]
+    confirmed = max((e.payload.flush_lsn for e in entries[:at] if e.direction == "F" and _tag(e) == "r"), default=0)
+    received = max((e.pgoutput.end_lsn for e in entries[:at] if _pg(e) == "Commit"), default=0)
+    what = f"terminated by wal_sender_timeout at {e0.time:.1f} s (silent for {SENDER_TIMEOUT:g} s)"
+    for i, e in enumerate(entries[at + 1:], at + 1):
+        if e.direction == "F" and _is(e, "Query") and e.message.sql.lstrip().upper().startswith("START_REPLICATION"):
+            lsn = _start_lsn(e.message.sql) or 0
+            if lsn > max(confirmed, received):
+                return ("failed", f"{what}; resumed at {format_lsn(lsn)}, after its confirmed flush "
+                                  f"{format_lsn(confirmed)}: what lies between is lost", i)
+            return ("passed", f"{what}; reconnected {e.time - e0.time:.1f} s later and resumed at "
+                              f"{format_lsn(lsn) if lsn else 'the slot position'}", None)
+    verdict = _reaction(run, at, what)
+    if verdict is not None:
+        return verdict
+    end = run.stopped if run.stopped is not None else entries[-1].time
+    if end - e0.time < HANG_AFTER:
+        return ("not applicable", "the window ended too soon after the termination to judge the reaction", None)
+    return ("failed", f"{what}; {end - e0.time:.1f} s later the client has neither reconnected nor exited: "
+                      f"it hangs", at)
+
+
+def _timeout_judged(run: Run) -> bool:
+    kills = [e.time for e in run.entries if e.event is not None and "replication timeout" in e.event]
+    if not kills:
+        updates = [e for e in run.entries if e.direction == "F" and _tag(e) == "r"]
+        return bool(updates) and updates[-1].time - updates[0].time > 2 * SENDER_TIMEOUT
+    return _sender_timeout(run)[0] == "passed"
 
 
 #: Connection attempts per second above which a client hammering a refusing server is a
@@ -467,6 +693,15 @@ CASES: tuple[ClientCase, ...] = (
     ClientCase("reset-resume", "after a reset mid-transaction: resume at or before the confirmed flush, "
                                "nothing lost or duplicated",
                _reset_scenario, _resume, window=9.0, done=_resumed_in_full, grace=2.0),
+    ClientCase("stream-subxact-abort", "a subtransaction aborted inside a streamed transaction: the rest applied "
+                                       "at Stream Commit, the subtransaction's rows not",
+               _stream_scenario, _stream_subxact, window=6.0, done=_stream_judged, grace=1.0),
+    ClientCase("slot-invalidated", "slot invalidated while streaming (57P01, then 55000): exit with an error, "
+                                   "or retry with backoff",
+               _invalidated_scenario, _slot_invalidated, window=8.0),
+    ClientCase("sender-timeout", "wal_sender_timeout enforced: never terminated, or reconnects and resumes, or "
+                                 "exits with an error",
+               _timeout_scenario, _sender_timeout, window=8.0, done=_timeout_judged, grace=0.5),
     ClientCase("shutdown", "server shutting down (CopyDone from the server): CopyDone back, or a close",
                _shutdown_scenario, _shutdown, window=5.5, done=_shutdown_judged),
     ClientCase("slot-missing", "slot missing (42704): exit, or retry with backoff",

@@ -1,19 +1,23 @@
-"""Client-conformance reports: terminal lines per case, JUnit XML and a JSON index (the
-shapes of the decoder suite's, :mod:`pgwire_spec.conformance.report`)."""
+"""Client-conformance reports: terminal lines per case, JUnit XML, a JSON index and one
+HTML file (the shapes of the decoder suite's, drawn by its renderer,
+:mod:`pgwire_spec.conformance.report`): each case's grade per client, then every failure
+with its evidence, the message it is about marked."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 from xml.etree import ElementTree as ET
 
+from ..conformance.report import html_page, html_table
 from .cases import CASES, Grade
 from .runner import ClientResult
 
-__all__ = ["print_grades", "index", "junit", "write_reports", "markdown_table"]
+__all__ = ["print_grades", "index", "junit", "write_reports", "markdown_table", "html_report"]
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not applicable": "N/A "}
 
@@ -79,12 +83,52 @@ def markdown_table(results: Sequence[ClientResult]) -> str:
     return "\n".join([head, rule, *rows])
 
 
+_CELL = {"passed": ("ok", "pass"), "failed": ("bad", "fail"), "not applicable": ("na", "n/a")}
+
+
+def html_report(results: Sequence[ClientResult]) -> str:
+    """The HTML report: the case × client grid, each case's check, then each failure with
+    the transcript lines around it (the one it is about marked) and the client's stderr."""
+    esc = html.escape
+    rows = []
+    for c in CASES:
+        row = [("k", c.id)]
+        for r in results:
+            g = next((x for x in r.grades if x.case == c.id), None)
+            row.append(("none", "–") if g is None else _CELL[g.status])
+        rows.append(row)
+    checks = html_table(["case", "what the oracle checks"],
+                        [[("k", c.id), ("", (c.oracle.__doc__ or c.title).strip())] for c in CASES], css="m caps")
+    failures = []
+    for r in results:
+        for g in r.grades:
+            if g.status != "failed":
+                continue
+            lines = [f'<span class="hl">{esc(e)}</span>' if e.startswith(">") else esc(e) for e in g.evidence]
+            err = r.stderr.get(g.case) or []
+            failures.append(
+                f'<div class="fail"><h3>{esc(r.name)} <span class="lvl">{esc(g.case)}</span></h3>'
+                f"<div><b>{esc(g.reason)}</b></div><pre>{chr(10).join(lines) or 'no transcript lines'}</pre>"
+                + (f"<div>client's stderr (last lines)</div><pre>{esc(chr(10).join(err[-5:]))}</pre>" if err else "")
+                + "</div>")
+    summary = "; ".join(f"{esc(r.name)}: {esc(summary_line(r))}" for r in results)
+    commands = "".join(f"<li><b>{esc(r.name)}</b>: <code>{esc(r.command)}</code></li>" for r in results)
+    return html_page(
+        "pgwire-spec client conformance", summary,
+        "<h2>Grades (case × client)</h2>" + html_table(["case", *(r.name for r in results)], rows)
+        + f"<h2>Clients</h2><ul>{commands}</ul>"
+        + f"<h2>Failures ({sum(r.count('failed') for r in results)})</h2>{''.join(failures) or '<p>none</p>'}"
+        + "<h2>Cases</h2>" + checks)
+
+
 def write_reports(results: Sequence[ClientResult], directory: Path | str) -> dict[str, Path]:
+    """Write ``junit.xml``, ``index.json`` and ``report.html`` into *directory*."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    paths = {"junit": d / "junit.xml", "index": d / "index.json"}
+    paths = {"junit": d / "junit.xml", "index": d / "index.json", "html": d / "report.html"}
     tree = ET.ElementTree(junit(results))
     ET.indent(tree)
     tree.write(paths["junit"], encoding="utf-8", xml_declaration=True)
     paths["index"].write_text(json.dumps(index(results), indent=2) + "\n", encoding="utf-8")
+    paths["html"].write_text(html_report(results), encoding="utf-8")
     return paths

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import PgWireError
 from ..walsender import Scenario, SyncFakeWalsender
 from ..walsender._history import compile_history
-from .cases import CASES, ClientCase, Grade, Run, parse_hook_line
+from .cases import CASES, ClientCase, Grade, Run, parse_hook
 
 __all__ = ["ClientResult", "ClientCommandError", "run_client", "PLACEHOLDERS"]
 
@@ -81,20 +81,25 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
     with SyncFakeWalsender(scenario) as fake:
         if c.slot_active:
             def hold() -> None:
-                # held by a connection that is not the client's (walsender.c: 55006 on acquire)
-                fake.slots[slot].active = -1
+                # held by a walsender that is not the client's (slot.c ReplicationSlotAcquire:
+                # 55006 "… is active for PID …") for the whole case
+                held = fake.slots[slot]
+                held.held_until, held.held_pid = fake.state.clock() + c.window + 60.0, fake.state.next_pid()
             fake.call(hold)
         started = fake.state.started
         values = {"dsn": fake.dsn, "slot": slot, "host": fake.host, "port": str(fake.port), "user": fake.user,
                   "password": fake.password or ""}
         argv = [w.format(**values) for w in words]
         applied: list[tuple[float, int]] = []
+        changes: dict[int, int] = {}
         errors: list[str] = []
 
         def on_out(line: str) -> None:
-            lsn = parse_hook_line(line)
-            if lsn is not None:
-                applied.append((time.monotonic() - started, lsn))
+            hook = parse_hook(line)
+            if hook is not None:
+                applied.append((time.monotonic() - started, hook.lsn))
+                if hook.changes is not None:
+                    changes[hook.lsn] = hook.changes
 
         def on_err(line: str) -> None:
             errors.append(line.rstrip("\n"))
@@ -123,7 +128,8 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
                     break
                 if c.done is not None:
                     entries = fake.call(lambda: list(fake.transcript.entries))
-                    if c.done(Run(entries, tuple(applied), None, time.monotonic() - t0, params)):
+                    if c.done(Run(entries, tuple(applied), None, time.monotonic() - t0, params,
+                                  changes=dict(changes))):
                         time.sleep(c.grace)
                         break
                 time.sleep(0.2)
@@ -140,7 +146,7 @@ def run_case(words: Sequence[str], c: ClientCase, *, slot: str = "conform",
             for r in readers:
                 r.join(timeout=5)
         entries = fake.call(lambda: list(fake.transcript.entries))
-    run = Run(entries, tuple(applied), exit_code, window, params, stopped)
+    run = Run(entries, tuple(applied), exit_code, window, params, stopped, dict(changes))
     return c.grade(run), list(errors)
 
 

@@ -23,7 +23,7 @@ from .profile import Profile
 from .runner import RunResult, Verdict
 from .verdicts import CapabilityRow, Defect, capability_rows, covered, defects, discover
 
-__all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index"]
+__all__ = ["summary_line", "print_summary", "write_reports", "matrix", "index", "html_page", "html_table"]
 
 _MAX_SHOWN = 25
 #: Failures shown in full in the HTML report (all of them are in index.json and junit.xml).
@@ -322,6 +322,26 @@ table.caps td{text-align:left} td.na{background:#eee;color:#666}
 """
 
 
+def html_page(title: str, summary: str, body: str) -> str:
+    """A self-contained report page (inline CSS, no script): the decoder suite's and the
+    client-conformance report's one renderer. *summary* and *body* are HTML."""
+    esc = html.escape
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
+            f"<h1>{esc(title)}</h1><div class=\"sum\">{summary}</div>{body}</body></html>\n")
+
+
+def html_table(head: list[str], rows: list[list[tuple[str, str]]], css: str = "m") -> str:
+    """A matrix: *head* cells (text), rows of (CSS class, text) cells; the first cell of a
+    row is its key (class ``k`` unless given)."""
+    esc = html.escape
+    out = [f'<table class="{css}"><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f'<td class="{cls}">{esc(text)}</td>' if cls else f"<td>{esc(text)}</td>"
+                                    for cls, text in row) + "</tr>")
+    return "".join(out) + "</table>"
+
+
 def _html_profile(result: RunResult) -> str:
     esc = html.escape
     rows = []
@@ -359,15 +379,14 @@ def _html_profile(result: RunResult) -> str:
 def _html(result: RunResult) -> str:
     esc = html.escape
     kinds, versions, cells = matrix(result)
-    rows = []
+    rows: list[list[tuple[str, str]]] = []
     for k in kinds:
-        tds = [f'<td class="k">{esc(k)}</td>']
+        row = [("k", k)]
         for pv in versions:
             ok, total = cells.get((k, pv), [0, 0])
             cls = "none" if total == 0 else "ok" if ok == total else "bad" if ok == 0 else "part"
-            tds.append(f'<td class="{cls}">{"–" if total == 0 else f"{ok}/{total}"}</td>')
-        rows.append("<tr>" + "".join(tds) + "</tr>")
-    head = "".join(f"<th>protocol {pv}</th>" for pv in versions)
+            row.append((cls, "–" if total == 0 else f"{ok}/{total}"))
+        rows.append(row)
     failures = []
     failed = [x for x in result.verdicts if x.status == "failed" and x.claimed]
     for v in failed[:_HTML_FAILURES]:
@@ -385,25 +404,21 @@ def _html(result: RunResult) -> str:
             f"<div>actual</div><pre>{esc(json.dumps(v.actual, indent=1, ensure_ascii=False))}</pre></div>"
         )
     skipped = result.count("skipped")
-    return (
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
-        f"<title>pgwire-spec conformance: {esc(result.decoder)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>pgwire-spec conformance: {esc(result.decoder)} {esc(result.version)}</h1>"
-        f'<div class="sum">{esc(summary_line(result))} — '
-        f"{'every MUST case passed' if not result.must_failed else f'{len(result.must_failed)} MUST case(s) not passed'}"
-        f"{' (strict)' if result.strict else ''}</div>"
-        + _html_profile(result)
+    summary = (f"{esc(summary_line(result))} — "
+               f"{'every MUST case passed' if not result.must_failed else f'{len(result.must_failed)} MUST case(s) not passed'}"
+               f"{' (strict)' if result.strict else ''}")
+    return html_page(
+        f"pgwire-spec conformance: {result.decoder} {result.version}", summary,
+        _html_profile(result)
         + "<h2>Message kind × protocol version (payloads judged: passed/total)</h2>"
-        f'<table class="m"><tr><th>message</th>{head}</tr>{"".join(rows)}</table>'
-        f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
+        + html_table(["message", *(f"protocol {pv}" for pv in versions)], rows)
+        + f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
         f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"
         + (f"<p>… and {len(failed) - _HTML_FAILURES} more failures: every one, with its hex, expected and actual "
            f"answer, is in index.json and junit.xml.</p>" if len(failed) > _HTML_FAILURES else "")
         + "<h2>Most frequent failures</h2><table class=\"m\">"
         + "".join(f"<tr><td>{n}</td><td class=\"k\">{esc(g)}</td></tr>" for g, n in _gists(failed)[:20])
-        + "</table>"
-        "</body></html>\n"
-    )
+        + "</table>")
 
 
 def write_reports(result: RunResult, directory: Path | str) -> dict[str, Path]:

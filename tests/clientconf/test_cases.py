@@ -122,3 +122,62 @@ def test_catalogue_is_named_once() -> None:
     assert len(ids) == len(set(ids))
     with pytest.raises(KeyError, match="expected a case among"):
         case("nope")
+
+
+def test_hook_lines_with_changes() -> None:
+    from pgwire_spec.clientconf import parse_hook
+
+    hook = parse_hook('{"applied": "0/16B3748", "changes": 16}')
+    assert hook is not None and (hook.lsn, hook.changes) == (0x16B3748, 16)
+    assert parse_hook('{"applied": "0/1", "changes": -1}').changes is None  # type: ignore[union-attr]
+    assert parse_hook('{"applied": "0/1", "pad": "' + "x" * 5000 + '"}') is None  # bounded
+
+
+def _streamed(t0: float, xid: int = 900, sub: int = 901, conn: int = 1) -> list[Entry]:
+    from pgwire_spec.pgoutput.messages import Insert, StreamAbort, StreamCommit, StreamStart, StreamStop
+
+    ins = Insert(xid, 16384, ("1", "x"))
+    return [w(t0, BASE, StreamStart(xid, True), conn), w(t0, BASE + 8, ins, conn), w(t0, BASE + 9, StreamStop(), conn),
+            w(t0 + 0.1, BASE + 0x20, StreamAbort(xid, sub), conn),
+            w(t0 + 0.2, BASE + 0x30, StreamCommit(xid, 0, BASE + 0x30, BASE + 0x60, 0), conn)]
+
+
+def test_stream_subxact_abort() -> None:
+    end = BASE + 0x60
+    tx = _streamed(0.1)
+    assert status("stream-subxact-abort", tx, applied=((0.5, end),), changes={end: 16}) == "passed"
+    grade = case("stream-subxact-abort").grade(Run(tx, applied=((0.5, end),), changes={end: 24}))
+    assert grade.status == "failed" and "aborted subtransaction's 8 rows" in grade.reason
+    assert any("StreamAbort" in line for line in grade.evidence)
+    assert "dropped the whole" in case("stream-subxact-abort").grade(Run(tx, applied=((0.5, BASE),))).reason
+    assert status("stream-subxact-abort", tx + [r(0.6, end)]) == "passed"                 # no hook: acknowledged
+    assert status("stream-subxact-abort", tx) == "failed"                                  # never acknowledged
+    assert status("stream-subxact-abort", tx[:4] + [Entry(1, "F", 0.3, event="closed")]) == "failed"
+    assert status("stream-subxact-abort", [begin(0.1, BASE), commit(0.2, BASE)]) == "not applicable"
+
+
+def test_slot_invalidated() -> None:
+    fired = [k(0.1, BASE), Entry(1, "B", 0.5, event="fault:invalidate_slot"), Entry(1, "B", 0.5, event="closed")]
+
+    def refused(n: int, every: float) -> list[Entry]:
+        return [Entry(2 + i, "B", 1.0 + i * every, ErrorResponse((("S", "ERROR"), ("C", "55000"), ("M", "gone"))))
+                for i in range(n)]
+    assert status("slot-invalidated", fired + refused(3, 1.0), stopped=8.0) == "passed"
+    assert status("slot-invalidated", fired + refused(40, 0.1), stopped=8.0) == "failed"      # hot loop
+    assert status("slot-invalidated", fired, stopped=8.0) == "failed"                         # hangs
+    assert status("slot-invalidated", fired, stopped=3.0) == "not applicable"                 # too soon
+    assert status("slot-invalidated", fired, exit_code=1) == "passed"
+    assert status("slot-invalidated", fired, exit_code=0) == "failed"                         # no error reported
+    assert status("slot-invalidated", fired[:1]) == "not applicable"
+
+
+def test_sender_timeout() -> None:
+    kill = Entry(1, "B", 2.5, event="COMMERROR terminating walsender process due to replication timeout (not sent)")
+    tx = [start(0, "0/0", 1), Entry(1, "B", 0, CopyBothResponse(0, ())), begin(0.1, BASE + 0x100),
+          commit(0.1, BASE + 0x100), r(0.2, BASE + 0x130)]
+    assert status("sender-timeout", tx + [r(1.2, BASE + 0x130)]) == "passed"                   # never terminated
+    assert status("sender-timeout", tx + [kill, start(3.5, "0/1500130", 2)]) == "passed"      # resumed
+    assert status("sender-timeout", tx + [kill, start(3.5, "0/1600000", 2)]) == "failed"      # too far
+    assert status("sender-timeout", tx + [kill], exit_code=1) == "passed"
+    assert status("sender-timeout", tx + [kill], stopped=8.0) == "failed"                     # hangs
+    assert status("sender-timeout", [k(0, BASE)]) == "not applicable"

@@ -1,18 +1,18 @@
 """A logical replication client written the way psycopg2's documentation shows it
 (LogicalReplicationConnection, consume_stream, send_feedback(flush_lsn=msg.data_start)),
-plus the applied hook: one JSON line per Commit, {"applied": "<end LSN>"}. Reconnects
+asking for protocol version 2 with streaming, plus the applied hook: one JSON line per
+Commit or Stream Commit, {"applied": "<end LSN>", "changes": N} (_apply.py). Reconnects
 after any error (closing the old connection), one second apart.
 
 Usage: psycopg2_client.py DSN SLOT
 """
 
-import json
-import struct
 import sys
 import time
 
 import psycopg2
 import psycopg2.extras
+from _apply import Applier
 
 
 def main() -> None:
@@ -23,13 +23,13 @@ def main() -> None:
             conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
             cur = conn.cursor()
             cur.start_replication(slot_name=slot, decode=False, status_interval=1,
-                                  options={"proto_version": "1", "publication_names": "pub"})
+                                  options={"proto_version": "2", "streaming": "on", "publication_names": "pub"})
+            applier = Applier(2, "on")
 
-            def consume(msg: "psycopg2.extras.ReplicationMessage") -> None:
-                if msg.payload[:1] == b"C":
-                    # Commit: flags (1 byte), commit LSN, end LSN (protocol docs, 53.9 "Commit")
-                    end_lsn = struct.unpack_from("!Q", msg.payload, 10)[0]
-                    print(json.dumps({"applied": f"{end_lsn >> 32:X}/{end_lsn & 0xFFFFFFFF:X}"}), flush=True)
+            def consume(msg: "psycopg2.extras.ReplicationMessage", applier: Applier = applier) -> None:
+                line = applier.feed(msg.payload)
+                if line is not None:
+                    print(line, flush=True)
                 msg.cursor.send_feedback(flush_lsn=msg.data_start)
 
             cur.consume_stream(consume)
