@@ -11,7 +11,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-cmd", metavar="CMD",
                    help="the client's command line; {dsn} {slot} {host} {port} {user} {password} are filled in "
                         "per case (the slot exists unless the case is about a missing one). Optional applied "
-                        "hook: one JSON line per applied transaction on stdout, {\"applied\": \"0/16B3748\"}")
+                        "hook: one JSON line per applied transaction on stdout, {\"applied\": \"0/16B3748\", \"changes\": N} "
+                        "(changes: the row changes applied, optional)")
     p.add_argument("--name", help="the client's name in the reports (default: the command's program)")
     p.add_argument("--slot", default="conform", help="the slot name given as {slot} (default: conform)")
     p.add_argument("--only", metavar="CASE", action="append", default=[], help="run only this case (repeatable)")

@@ -51,7 +51,7 @@ def _pg_recvlogicals() -> dict[str, tuple[str, dict[str, str] | None]]:
         if found:
             out["pg_recvlogical"] = (found, None)
     if ALL_MAJORS:
-        for _dist, major, bin_dir in find_wheel_bin_dirs():
+        for _dist, major, bin_dir in sorted(find_wheel_bin_dirs(), key=lambda found: found[1]):
             name = f"pg_recvlogical {major}"
             if name not in out and (bin_dir / "pg_recvlogical").is_file():
                 env = {**os.environ, "LD_LIBRARY_PATH": str(bin_dir.parent / "lib")}
