@@ -97,6 +97,14 @@ class Major:
     #: The ParameterStatus messages after AuthenticationOk, in the server's order
     #: (the GUC_REPORT variables; seen in real servers' startups).
     parameter_status: tuple[str, ...]
+    #: The newest minor version of frontend/backend protocol 3 (PG_PROTOCOL_LATEST): 0 up
+    #: to 17, 2 from 18 (3.1 is accepted as 3.0 was, nothing else changes). A StartupMessage
+    #: asking for a newer minor, or naming ``_pq_.`` options, gets a
+    #: NegotiateProtocolVersion (backend_startup.c, SendNegotiateProtocolVersion).
+    protocol_minor: int
+    #: The length of BackendKeyData's secret key in protocol 3.2 and later
+    #: (MAX_CANCEL_KEY_LENGTH, 18: 32 bytes); 4 in older versions of the protocol.
+    cancel_key_length: int
 
     # -- physical ------------------------------------------------------------------------
     #: BASE_BACKUP's generic option names (15+: basebackup.c parse_basebackup_options), or
@@ -227,6 +235,8 @@ _10 = Major(
     timeline_type=23,
     # 10-13: alphabetical (the GUC_REPORT variables in guc.c's order).
     parameter_status=_PARAMETERS_10,
+    protocol_minor=0,
+    cancel_key_length=4,
     backup_options=frozenset(k.lower() for k in _OLD_BACKUP_KEYWORDS),
     backup_manifest=False,
     manifest_system_identifier=False,
@@ -302,9 +312,9 @@ _17 = _16.next(
 )
 # 18: ALTER_REPLICATION_SLOT two_phase; a missing publication is a WARNING; + search_path;
 # publish_generated_columns; idle_replication_slot_timeout and the slot-acquire text naming
-# the cause (slot.c ReplicationSlotAcquire).
+# the cause (slot.c ReplicationSlotAcquire); wire protocol 3.2 (32-byte cancel keys).
 _18 = _17.next(
-    18, missing_publication_is_error=False, doubled_quote_since=5,
+    18, missing_publication_is_error=False, doubled_quote_since=5, protocol_minor=2, cancel_key_length=32,
     invalid_slot_texts=('can no longer access replication slot "{slot}"',
                         'This replication slot has been invalidated due to "{cause}".',
                         'This replication slot has been invalidated due to "{cause}".'),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..wire import (
+    PROTOCOL_3_0,
+    PROTOCOL_3_2,
     AuthenticationCleartextPassword,
     AuthenticationMD5Password,
     AuthenticationOk,
@@ -56,8 +58,7 @@ class _Startup:
             return
         params = dict(msg.parameters)
         self.params = params
-        if msg.protocol_version & 0xFFFF or any(k.startswith("_pq_.") for k in params):
-            self.send(NegotiateProtocolVersion(0, tuple(k for k in params if k.startswith("_pq_."))))
+        self._negotiate(msg)
         user = params.get("user")
         if not user:
             self.fatal(ServerError("28000", "no PostgreSQL user name specified in startup packet"))
@@ -104,6 +105,21 @@ class _Startup:
             self.fatal(err)
             return
         self._auth_step(step)
+
+    def _negotiate(self, msg: StartupMessage) -> None:
+        """The protocol version: the one asked for, at most the major's newest minor; a
+        newer minor or ``_pq_.`` options (none known) are answered by
+        NegotiateProtocolVersion (backend_startup.c ProcessStartupPacket,
+        SendNegotiateProtocolVersion; erratum E-NEGOTIATE-VERSION). From 3.2 the cancel key
+        is the major's longer one."""
+        table = self.server.persona.table
+        version = PROTOCOL_3_0 | min(msg.minor, table.protocol_minor)
+        options = tuple(k for k, _ in msg.parameters if k.startswith("_pq_."))
+        if msg.minor > table.protocol_minor or options:
+            self.send(NegotiateProtocolVersion(version, options))
+        self.protocol_version = version
+        if version >= PROTOCOL_3_2:
+            self.secret = self.server.random_bytes(table.cancel_key_length)
 
     def _auth_step(self, step: AuthStep) -> None:
         if step.kind == "ok":

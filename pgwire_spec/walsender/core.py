@@ -37,6 +37,7 @@ from ..replication.messages import (
     decode_copy_data,
 )
 from ..wire import (
+    PROTOCOL_3_0,
     CancelRequest,
     CopyData,
     CopyDone,
@@ -516,6 +517,8 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         self.replication = "false"  # false | database | physical
         self.auth: Authenticator | None = None
         self.pid = server.next_pid()
+        #: The negotiated frontend/backend protocol version (3.0, or 3.2 with an 18 persona).
+        self.protocol_version = PROTOCOL_3_0
         self.secret = server.random_bytes(4)
         self.tx = "I"
         self.stream: _Stream | None = None
@@ -685,6 +688,12 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
             # Announced longer than allowed: closed at once, the body never read.
             self._silent_close("08P01", "invalid length of startup packet" if self.reader.in_startup
                                else "invalid message length")
+            return
+        if err.rule == "unsupported-protocol-version":
+            # backend_startup.c ProcessStartupPacket: a major other than 3.
+            asked = err.found.split("(")[-1].rstrip(")") if err.found else "?"
+            newest = self.server.persona.table.protocol_minor
+            self.fatal(ServerError("0A000", f"unsupported frontend protocol {asked}: server supports 3.0 to 3.{newest}"))
             return
         if self.phase in ("startup", "auth") or err.rule in _FATAL_RULES:
             self.fatal(ServerError("08P01", "invalid frontend message", detail=str(err)))

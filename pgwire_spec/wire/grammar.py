@@ -329,10 +329,11 @@ ErrorResponse = Struct(
 
 # NegotiateProtocolVersion (B): Byte1('v') "Identifies the message as a protocol version
 # negotiation message."; Int32 "Newest minor protocol version supported by the server for
-# the major protocol version requested by the client."; Int32 "Number of protocol options
-# not recognized by the server." Then, for each: String "The option name."
+# the major protocol version requested by the client." (E-NEGOTIATE-VERSION: servers send
+# the whole version number, 196608 for 3.0, 196610 for 3.2); Int32 "Number of protocol
+# options not recognized by the server." Then, for each: String "The option name."
 NegotiateProtocolVersion = Struct(
-    "newest_minor" / Int32,
+    "newest_version" / Int32,
     "unrecognized" / PrefixedArray(UInt32, String),
 )
 

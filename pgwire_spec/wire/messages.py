@@ -547,12 +547,13 @@ class NoticeResponse(_Fields, WireMessage):
 
 @dataclass(frozen=True, slots=True)
 class NegotiateProtocolVersion(WireMessage):
-    """'v': the newest minor version the server supports, and the ``_pq_.`` options it did
-    not recognize."""
+    """'v': the newest version of the protocol's major the server supports, as the whole
+    version number (``PROTOCOL_3_0``, ``PROTOCOL_3_2``: what servers send, see erratum
+    E-NEGOTIATE-VERSION), and the ``_pq_.`` options it did not recognize."""
 
     tag: ClassVar[str | None] = "v"
     sender: ClassVar[str] = "B"
-    newest_minor: int
+    newest_version: int
     unrecognized: tuple[str, ...] = ()
 
 

@@ -254,11 +254,12 @@ def test_the_stream_starts_before_the_plan_is_rendered() -> None:
 
 def test_malformed_input_errors_and_the_connection_goes_on_or_ends() -> None:
     st = state()
-    # garbage instead of a startup packet: FATAL, closed
+    # protocol 0.0 instead of a startup packet: FATAL, closed (as a real 15 answers)
     c = Client(st)
     c.send(b"\x00\x00\x00\x08\x00\x00\x00\x00")
     out = c.pump()
-    assert errors(out)[0][0] == "08P01" and c.closed is not None
+    assert errors(out)[0] == ("0A000", "unsupported frontend protocol 0.0: server supports 3.0 to 3.0")
+    assert c.closed is not None
     # unknown message tag after startup: FATAL, closed
     c = Client(st)
     c.startup()
