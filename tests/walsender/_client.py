@@ -12,6 +12,7 @@ from typing import Any
 from pgwire_spec.replication.messages import StandbyStatusUpdate, decode_copy_data, encode_copy_data
 from pgwire_spec.walsender import Close, Send, ServerState, Wait
 from pgwire_spec.wire import (
+    PROTOCOL_3_0,
     BackendReader,
     CopyData,
     CopyDone,
@@ -70,11 +71,11 @@ class Client:
     expect_byte_answer = False
 
     def startup(self, user: str = "postgres", *, replication: str | None = "database", database: str = "postgres",
-                password: str | None = None, **params: str) -> list[Any]:
+                password: str | None = None, protocol: int = PROTOCOL_3_0, **params: str) -> list[Any]:
         p = {"user": user, "database": database, **params}
         if replication is not None:
             p["replication"] = replication
-        self.send(StartupMessage(parameters=tuple(p.items())))
+        self.send(StartupMessage(protocol, tuple(p.items())))
         out = self.pump()
         if password is not None:
             self.send(PasswordMessage(password.encode() + b"\x00"))

@@ -14,6 +14,8 @@ from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData
 from pgwire_spec.walsender import Scenario, ServerState
 from pgwire_spec.walsender.core import CHUNK
 from pgwire_spec.wire import (
+    PROTOCOL_3_0,
+    PROTOCOL_3_2,
     CancelRequest,
     CommandComplete,
     CopyBothResponse,
@@ -283,13 +285,20 @@ def test_malformed_input_errors_and_the_connection_goes_on_or_ends() -> None:
     assert errors(c.pump())[0][0] == "08P01" and c.closed is not None
 
 
-def test_cancel_request_stops_a_stream() -> None:
-    st = state()
+@pytest.mark.parametrize(("major", "protocol", "key_length"), [(16, PROTOCOL_3_0, 4), (18, PROTOCOL_3_2, 32)])
+def test_cancel_request_stops_a_stream(major: int, protocol: int, key_length: int) -> None:
+    """Protocol 3.2 (18): the key is 32 bytes and the CancelRequest carries it whole."""
+    st = state(major)
     c = Client(st)
-    out = c.startup()
+    out = c.startup(protocol=protocol)
     key = next(x for x in out if type(x).__name__ == "BackendKeyData")
+    assert len(key.secret_key) == key_length
     c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
     c.query(START)
+    wrong = Client(st)  # the key's first bytes alone do not cancel
+    wrong.send(CancelRequest(key.process_id, key.secret_key[:3]))
+    wrong.pump()
+    assert not errors(c.pump())
     canceller = Client(st)
     canceller.send(CancelRequest(key.process_id, key.secret_key))
     canceller.pump()

@@ -18,7 +18,6 @@ from pgwire_spec.wire import (
     PROTOCOL_3_2,
     BackendKeyData,
     BackendReader,
-    CancelRequest,
     ErrorResponse,
     NegotiateProtocolVersion,
     ReadyForQuery,
@@ -30,7 +29,6 @@ from tests._servers import pg_server  # noqa: F401
 
 from ._client import Client
 from .scenarios import accounts
-from .test_core import START, errors
 
 #: (label, protocol version asked for, extra startup parameters)
 STARTUPS: list[tuple[str, int, dict[str, str]]] = [
@@ -79,27 +77,6 @@ def test_startup_versions_per_persona(major: int, label: str, version: int, para
     c = Client(ServerState(Scenario.from_dict({**accounts(major), "auth": {"method": "trust"}})))
     c.send(StartupMessage(version, (("user", "postgres"), ("database", "postgres"), *params.items())))
     assert _summary(c.pump()) == _expected(major, version, params)
-
-
-def test_a_3_2_cancel_request_carries_the_long_key() -> None:
-    st = ServerState(Scenario.from_dict({**accounts(18), "auth": {"method": "trust"}}))
-    c = Client(st)
-    c.send(StartupMessage(PROTOCOL_3_2, (("user", "postgres"), ("database", "postgres"), ("replication", "database"))))
-    key = next(m for m in c.pump() if isinstance(m, BackendKeyData))
-    assert len(key.secret_key) == 32
-    c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
-    c.query(START)
-    # the key's first 4 bytes alone do not cancel
-    wrong = Client(st)
-    wrong.send(CancelRequest(key.process_id, key.secret_key[:4]))
-    wrong.pump()
-    assert not errors(c.pump())
-    canceller = Client(st)
-    canceller.send(CancelRequest(key.process_id, key.secret_key))
-    canceller.pump()
-    assert canceller.closed is not None
-    out = c.pump()
-    assert errors(out)[0][0] == "57014" and out[-1] == ReadyForQuery("I")
 
 
 # ------------------------------------------------------------------------------------------
