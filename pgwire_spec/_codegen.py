@@ -138,7 +138,7 @@ class _Gen:
             for n, expr in fields:
                 self.emit(indent, f"_osa({local}, {n!r}, {expr})")
             return
-        self.emit(indent, f"{local} = _new({self.const('_T_', twin)})")
+        self.emit(indent, f"{local} = {self.const('_T_', twin)}()")
         for n, expr in fields:
             self.emit(indent, f"{local}.{n} = {expr}")
         self.emit(indent, f"{local}.__class__ = {self.const('_C_', cls)}")
@@ -885,7 +885,7 @@ def _twin(cls: type) -> type | None:
         if isinstance(slots, tuple) and slots:
             twin = type(f"_{cls.__name__}Builder", (cls.__base__,), {"__slots__": slots, "__module__": __name__})
             try:
-                object.__new__(twin).__class__ = cls
+                twin().__class__ = cls  # made by calling it: cheaper than object.__new__
             except TypeError:
                 twin = None
         _TWINS[cls] = twin
@@ -907,6 +907,15 @@ def _tidy(lines: list[str], trace: bool) -> list[str]:
         out.append(lines[2])
     if "u32(" in body:
         out.append("    u32 = _U32_unpack")
+    # A fixed-size message (one struct read after the tag): its length checked first, no
+    # offset kept (Begin, Commit and the other hot fixed layouts).
+    if (not trace and out[1] == "    p = 1" and len(rest) >= 3 and rest[0].endswith(".unpack_from(data, p)")
+            and rest[1].startswith("    p += ") and rest[2] == "    if p != len(data):"
+            and "p" not in re.findall(r"\b\w+\b", "\n".join(rest[4:]))):
+        size = 1 + int(rest[1][len("    p += "):])
+        out[1:2] = []
+        rest = [rest[0].replace("(data, p)", "(data, 1)"), f"    if len(data) != {size}:",
+                rest[3].replace("len(data) - p", f"len(data) - {size}"), *rest[4:]]
     return out + rest
 
 

@@ -14,6 +14,7 @@ from ._codec import _DECODERS, _EAGER_DECODERS, BAD_INPUT, decode_payload, expla
 
 _STREAM = _state.STREAM
 _RELATION = ord(m.Relation.tag)
+_BEGIN = m.Begin
 #: Relation messages a decoder remembers by their bytes, at most (then it starts again)
 _RELATION_MEMO_SIZE = 1024
 #: The messages with TupleData, whose values the Python decoders decode on first access
@@ -453,7 +454,7 @@ class PgOutputDecoder:
         if msg.flags and self.strict:
             self._check_flags(msg, index)
         begin = self._begin
-        if isinstance(begin, m.Begin) and begin.final_lsn != msg.commit_lsn:
+        if type(begin) is _BEGIN and begin.final_lsn != msg.commit_lsn:
             self._violation(
                 "commit-lsn-mismatch", f"commit_lsn equal to Begin's final_lsn {begin.final_lsn}",
                 str(msg.commit_lsn), index, msg.tag, "Commit.commit_lsn",
