@@ -219,7 +219,8 @@ class ServerState:
             self.slots[s.name] = SlotState(
                 s.name, "logical" if s.plugin else "physical", s.plugin,
                 scenario.server.database if s.plugin else None,
-                s.confirmed_flush if s.confirmed_flush is not None else start, start,
+                s.confirmed_flush if s.confirmed_flush is not None else start,
+                0 if s.invalidated == "wal_removed" else start,  # its WAL is gone
                 s.two_phase, False, s.temporary, hold=s.hold_after_disconnect, invalidated=s.invalidated,
                 inactive_since=self.wall_clock())
         # The WAL clock, one per server: every position a client is told (IDENTIFY_SYSTEM's

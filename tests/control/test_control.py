@@ -218,3 +218,64 @@ def test_a_fault_added_over_http_acts_on_the_next_message(tmp_path: Path) -> Non
             assert latency is not None and latency < 1.0, latency
         finally:
             conn.close()
+
+
+@pytest.mark.clients
+def test_slot_faults_over_http(tmp_path: Path) -> None:
+    """The slot lifecycle from the control plane, against a `serve` started with
+    --wal-sender-timeout: a slot held by a client is invalidated at once over HTTP (the client
+    ends with FATAL 57P01, a new START_REPLICATION meets 55000 and pg_replication_slots shows
+    why); a cause the persona's major does not know is a 400; a silent client is dropped."""
+    psycopg2 = pytest.importorskip("psycopg2", reason="psycopg2-binary is in the test extra")
+    with served(ACCOUNTS, tmp_path, "--wal-sender-timeout", "1.5s") as info:
+        ctl = ControlClient(info["control"])
+        conn, cur = _psycopg2(info["dsn"])
+        try:
+            cur.create_replication_slot("s", output_plugin="pgoutput")
+            cur.start_replication(slot_name="s", decode=False, options={"proto_version": "1", "publication_names": "pub"})
+            _read(cur, 2)
+            with pytest.raises(ControlClientError) as exc:
+                ctl.add_fault({"action": "invalidate_slot", "slot": "s", "reason": "idle_timeout"})
+            assert exc.value.status == 400 and "PostgreSQL 16" in str(exc.value)
+            fid = ctl.add_fault({"action": "invalidate_slot", "slot": "s", "reason": "wal_removed"})
+            assert ctl.faults()[fid]["fired"] == 1
+            with pytest.raises(psycopg2.Error) as ended:
+                _read(cur, 1000, timeout=10)
+            assert ended.value.pgcode == "57P01"
+        finally:
+            conn.close()
+        conn, cur = _psycopg2(info["dsn"])
+        try:
+            with pytest.raises(psycopg2.Error) as refused:
+                cur.start_replication(slot_name="s", decode=False,
+                                      options={"proto_version": "1", "publication_names": "pub"})
+            assert refused.value.pgcode == "55000"
+            assert "can no longer get changes" in refused.value.pgerror
+        finally:
+            conn.close()
+        plain = psycopg2.connect(info["dsn"].replace("replication=database", ""))
+        try:
+            with plain.cursor() as c:
+                c.execute("SELECT wal_status, conflicting FROM pg_replication_slots WHERE slot_name = 's'")
+                assert c.fetchone() == ("lost", True)  # 16 says conflicting for any cause
+        finally:
+            plain.close()
+        # --wal-sender-timeout: a quiet client is asked for a reply at half of it (psycopg2
+        # answers at once, so it stays; a silent one is dropped: test_slot_lifecycle.py)
+        ctl.add_fault({"action": "drop_slot", "slot": "s"})
+        conn, cur = _psycopg2(info["dsn"])
+        try:
+            cur.create_replication_slot("t", output_plugin="pgoutput")
+            cur.start_replication(slot_name="t", decode=False, status_interval=3600,
+                                  options={"proto_version": "1", "publication_names": "pub"})
+            deadline = time.monotonic() + 2.5
+            while time.monotonic() < deadline:
+                if cur.read_message() is None:
+                    select.select([cur], [], [], 0.1)
+        finally:
+            conn.close()
+        entries = list(ctl.iter_transcript())
+        asked = [e for e in entries if e["connection"] == entries[-1]["connection"]
+                 and (e.get("payload") or {}).get("reply_requested")]
+        assert asked, "no keepalive asked for a reply"
+        assert not any("replication timeout" in e.get("event", "") for e in entries)
