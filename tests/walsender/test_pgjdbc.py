@@ -7,11 +7,9 @@ it the same output. And the extended protocol's errors, message by message, on b
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,30 +30,17 @@ from pgwire_spec.wire import (
     encode_message,
 )
 from pgwire_spec.wire.reader import NeedData
+from tests._pgjdbc import compile_pgjdbc_client
 from tests._servers import pg_server  # noqa: F401
 
 from .test_sql_live import _real, fake  # noqa: F401
 
 pytestmark = [pytest.mark.live, pytest.mark.clients]
 
-SOURCE = Path(__file__).parent / "data" / "pgjdbc" / "PgjdbcClient.java"
-#: Debian's libpostgresql-jdbc-java.
-PGJDBC_JAR = Path("/usr/share/java/postgresql.jar")
-
-
 @pytest.fixture(scope="module")
 def pgjdbc_client(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command running the compiled program (compiled here with the JDK's javac)."""
-    javac, java = shutil.which("javac"), shutil.which("java")
-    if javac is None or java is None:
-        pytest.skip("no JDK (Debian package default-jdk-headless): javac compiles the pgjdbc client")
-    if not PGJDBC_JAR.is_file():
-        pytest.skip(f"no pgjdbc at {PGJDBC_JAR} (Debian package libpostgresql-jdbc-java)")
-    out = tmp_path_factory.mktemp("pgjdbc")
-    proc = subprocess.run([javac, "-d", str(out), "-cp", str(PGJDBC_JAR), str(SOURCE)], capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return [java, "-cp", f"{out}:{PGJDBC_JAR}", "PgjdbcClient"]
+    """The command running the compiled program."""
+    return compile_pgjdbc_client(tmp_path_factory.mktemp("pgjdbc"))
 
 
 def _demo(command: list[str], host: str, port: int, user: str, *extra: str) -> list[str]:
