@@ -8,10 +8,15 @@ Workload: ``transactions`` transactions of ``rows`` inserts each into
 1. One slot per run is created before the rows are inserted, so every run streams exactly
 the same changes from 0/0 to the end position (``pg_recvlogical --start -E``; time from
 starting pg_recvlogical to its exit; output to /dev/null). Runs alternate: direct, through
-the proxy forwarding only (``--no-validate``: framing, fault bookkeeping), through the proxy
+socat (a bare TCP relay in C, when installed: what any extra hop costs on this machine,
+the floor of every proxy), through the proxy forwarding only (``--no-validate``: framing, fault bookkeeping), through the proxy
 (strict validation of every message, nothing kept), through the proxy with
-``--record`` (every message kept and written as a session fixture at the end). Medians are
-reported, with messages/s and the proxy's overhead against direct (goal: at most 10%).
+``--record`` (every message spooled to a file, written as a session fixture at the end). The
+proxy forwards a running stream first and checks it after, in slices while the stream leaves
+it idle: so each proxied run is followed by a wait until the proxy is done with it (its
+CPU time stops growing, and for ``--record`` the fixture is written), and the proxy's CPU
+seconds for the run are reported beside the client's wall time. Medians are reported, with
+messages/s and the proxy's overhead against direct (goal: at most 10%).
 The server: PostgreSQL ``--major`` from the npm provider (16 by default), or Debian's 15
 with ``--major 15`` when installed.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,6 +67,47 @@ def start_proxy(upstream: str, folder: Path, *extra: str) -> tuple[subprocess.Po
     return proc, line.split("dsn: ", 1)[1].strip()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process *pid* (proc(5): fields 14 and 15 of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int, done: Any = None, timeout: float = 120) -> None:
+    """Wait until process *pid* stops using CPU (and *done()* holds): it finished its
+    deferred checks and its recording."""
+    deadline = time.monotonic() + timeout
+    last = -1.0
+    while time.monotonic() < deadline:
+        now = cpu_seconds(pid)
+        if now == last and (done is None or done()):
+            return
+        last = now
+        time.sleep(0.2)
+    raise SystemExit(f"the proxy (pid {pid}) was still busy {timeout:.0f} s after its client ended")
+
+
+def start_socat(host: str, port: int) -> tuple[subprocess.Popen[str], int] | None:
+    """socat relaying a free loopback port to the server, or None when socat is missing."""
+    from pgwire_spec.servers._base import free_port
+
+    socat = shutil.which("socat")
+    if socat is None:
+        return None
+    for _ in range(5):
+        listen = free_port()
+        proc = subprocess.Popen([socat, f"TCP-LISTEN:{listen},bind=127.0.0.1,fork,reuseaddr,nodelay",
+                                 f"TCP:{host}:{port},nodelay"], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and proc.poll() is None:
+            if f":{listen:04X} " in Path("/proc/net/tcp").read_text():
+                return proc, listen
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+    raise SystemExit("socat did not start listening")
+
+
 def stop(proc: subprocess.Popen[str]) -> None:
     proc.terminate()
     try:
@@ -86,11 +133,14 @@ def main() -> int:
 
     binary = str(find_system_bin_dir(15) / "pg_recvlogical")
     kind = "system" if args.major == 15 else "npm"
-    prov = provider(kind, args.major)
+    # one slot per run and mode
+    slots_needed = str(max(20, 5 * args.repeat + 4))
+    prov = provider(kind, args.major, settings={"max_replication_slots": slots_needed, "max_wal_senders": "20"})
     prov.start()
     tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    modes = ["direct", "proxy --no-validate", "proxy", "proxy --record"]
+    modes = ["direct", "socat", "proxy --no-validate", "proxy", "proxy --record"]
     times: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
     try:
         server = prov.server
         assert server is not None
@@ -113,15 +163,31 @@ def main() -> int:
             row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
             assert row is not None
             endpos = row[0]
+        relay = start_socat(server.host, server.port)
+        if relay is None:
+            modes.remove("socat")
+            print("socat not installed: no bare-relay row", file=sys.stderr)
         plain, ndsn = start_proxy(dsn, tmp, "--no-validate")
         proxy, pdsn = start_proxy(dsn, tmp)
         recorder, rdsn = start_proxy(dsn, tmp, "--record", str(tmp / "rec"))
         try:
             targets = {"direct": dsn, "proxy --no-validate": ndsn, "proxy": pdsn, "proxy --record": rdsn}
+            if relay is not None:
+                targets["socat"] = dsn.replace(f"port={server.port}", f"port={relay[1]}")
+            procs = {"proxy --no-validate": plain, "proxy": proxy, "proxy --record": recorder}
             for i in range(args.repeat):
                 for m, mode in enumerate(modes):
+                    p = procs.get(mode)
+                    before = cpu_seconds(p.pid) if p is not None else 0.0
                     times[mode].append(recvlogical(binary, targets[mode], f"bench_{m}_{i}", endpos))
+                    if p is not None:
+                        written = (lambda n=i + 1: len(list((tmp / "rec").glob("*.json.gz"))) >= n) \
+                            if mode == "proxy --record" else None
+                        settle(p.pid, written)
+                        cpu[mode].append(cpu_seconds(p.pid) - before)
         finally:
+            if relay is not None:
+                stop(relay[0])
             stop(plain)
             stop(proxy)
             stop(recorder)
@@ -134,13 +200,14 @@ def main() -> int:
     med = {m: statistics.median(v) for m, v in times.items()}
     print(f"PostgreSQL {args.major} -> pg_recvlogical (/dev/null): {n_tx} transactions x {rows} rows = "
           f"{messages} pgoutput messages, {args.repeat} run(s) each, medians")
-    print(f"{'path':<20} {'seconds':>9} {'messages/s':>12} {'overhead':>9}")
+    print(f"{'path':<20} {'seconds':>9} {'messages/s':>12} {'overhead':>9} {'proxy CPU s':>12}")
     out: dict[str, Any] = {"major": args.major, "transactions": n_tx, "rows": rows, "repeat": args.repeat,
                            "end": format_lsn(int(endpos.split('/')[0], 16) << 32 | int(endpos.split('/')[1], 16))}
     for mode in modes:
         overhead = med[mode] / med["direct"] - 1
-        print(f"{mode:<20} {med[mode]:>9.3f} {messages / med[mode]:>12,.0f} {overhead:>+9.1%}")
-        out[mode] = {"seconds": med[mode], "runs": times[mode], "overhead": overhead}
+        used = f"{statistics.median(cpu[mode]):>12.3f}" if cpu[mode] else f"{'':>12}"
+        print(f"{mode:<20} {med[mode]:>9.3f} {messages / med[mode]:>12,.0f} {overhead:>+9.1%} {used}")
+        out[mode] = {"seconds": med[mode], "runs": times[mode], "overhead": overhead, "proxy_cpu": cpu[mode]}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -50,6 +50,9 @@ __all__ = [
     "SessionFile",
     "build_session",
     "render_session",
+    "render_session_head",
+    "render_session_message",
+    "SESSION_TAIL",
     "parse_session",
     "verify_session",
 ]
@@ -174,18 +177,29 @@ def build_session(client: ReplicationClient, *, major: int, server_version: str,
 
 
 def render_session(sf: SessionFile) -> str:
+    body = ",\n".join(map(render_session_message, sf.messages))
+    return render_session_head(sf, len(sf.messages)) + (body + "\n" if body else "") + SESSION_TAIL
+
+
+def render_session_head(sf: SessionFile, count: int) -> str:
+    """A session file's text up to its first message (of *count*), so that a long session
+    can be written a message at a time: head, messages joined by ``",\\n"``, tail."""
     head = {
         "format": SESSION_FORMAT, "formatVersion": SESSION_FORMAT_VERSION,
         "server": {"version": sf.server_version, "major": sf.major, "provider": sf.provider},
         "workload": sf.workload, "capturedOn": sf.captured_on, "name": sf.option_set,
         "options": sf.options, "context": sf.context, "slot": sf.slot, "captured": sf.captured,
-        "numberOfMessages": len(sf.messages), "notes": sf.notes,
+        "numberOfMessages": count, "notes": sf.notes,
     }
-    lines = ["{"] + [f"  {_dumps(k)}: {_dumps(v)}," for k, v in head.items()] + ['  "messages": [']
-    for i, m in enumerate(sf.messages):
-        lines.append("    " + _dumps(m.to_dict()) + ("," if i < len(sf.messages) - 1 else ""))
-    lines += ["  ]", "}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(["{"] + [f"  {_dumps(k)}: {_dumps(v)}," for k, v in head.items()] + ['  "messages": [']) + "\n"
+
+
+def render_session_message(m: SessionMessage) -> str:
+    return "    " + _dumps(m.to_dict())
+
+
+#: What ends a session file's text after its messages.
+SESSION_TAIL = "  ]\n}\n"
 
 
 def parse_session(doc: Any, path: Path) -> SessionFile:

@@ -7,6 +7,8 @@ The shell (:mod:`.server`) hands it what each side sent and writes what it retur
     out = session.from_client(data, now)    # [Forward("server", bytes) | Forward("client", b"N") | Close]
     out = session.from_server(data, now)    # [Forward("client", bytes) | Pause(seconds) | Close]
     out = session.tick(now)                 # time-triggered faults; session.deadline() says when
+    session.defer(data, now)                # the shell forwarded it already (passthrough): read later
+    out = session.catch_up(limit)           # read what was deferred (all of it, or a slice)
 
 Everything is forwarded byte for byte, message by message, except what a fault changes.
 The client's SSLRequest/GSSENCRequest is answered 'N' here (the proxy talks plain text to
@@ -15,13 +17,24 @@ server's XLogData go through the strict reference decoder with the options the c
 asked for, and the client's standby status updates are checked (positions never go
 backwards; a keepalive that asks for a reply is answered within ``reply_timeout``); each
 problem is a :class:`Violation` naming the message index and the rule.
+
+While a stream runs and no fault can act, the shell forwards the server's bytes first and
+the core reads them later (:meth:`ProxySession.defer`, :meth:`ProxySession.catch_up`):
+checking and recording stay off the forwarding path. Whatever needs the core's view (the
+client's next message, a fault added, an observer) catches up first, so the order of
+messages and their indexes are the arrival order, and each deferred chunk keeps its time.
+The conversation is recorded on a :class:`~.spool.Spool` (a file the shell opens), a run of
+the stream at a time.
 """
 
 from __future__ import annotations
 
+import io
 import struct
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import CommandSyntaxError, DecodeError
 from ..lsn import format_lsn
@@ -48,8 +61,9 @@ from ..wire import (
     encode_message,
 )
 from ..wire.reader import NeedData
+from .spool import Spool
 
-__all__ = ["ProxySession", "ProxyState", "Forward", "Pause", "Close", "Violation", "Exchange", "PROXY_ACTIONS"]
+__all__ = ["ProxySession", "ProxyState", "Forward", "Pause", "Close", "Violation", "PROXY_ACTIONS"]
 
 #: The fault actions the proxy plays on a real stream (the fake walsender's vocabulary, less
 #: ``shutdown``: a real server's COPY cannot be ended on its behalf).
@@ -106,15 +120,6 @@ class Violation:
         return f"connection {self.connection}, message #{self.index} ({side}): {self.rule}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One recorded message: direction, exact bytes, time (the shell's clock)."""
-
-    direction: str
-    data: bytes
-    time: float
-
-
 @dataclass(slots=True)
 class _Stream:
     """A running START_REPLICATION … LOGICAL."""
@@ -153,13 +158,16 @@ class ProxyState:
     """What the sessions of one proxy share: faults, violations, the count of connections."""
 
     def __init__(self, faults: list[Fault] | tuple[Fault, ...] = (), *, reply_timeout: float = 10.0,
-                 record: bool = True, validate: bool = True) -> None:
+                 record: bool = True, validate: bool = True,
+                 spool_file: Callable[[int], BinaryIO] | None = None) -> None:
         for f in faults:
             check_proxy_fault(f)
         self.faults = FaultBook(list(faults))
         self.reply_timeout = reply_timeout
         self.record = record
         self.validate = validate
+        #: opens the file a connection's recording goes to (default: in memory)
+        self.spool_file: Callable[[int], BinaryIO] = spool_file or (lambda _id: io.BytesIO())
         self.sessions: dict[int, ProxySession] = {}
         self.finished: list[ProxySession] = []
         self.violations: list[Violation] = []
@@ -177,8 +185,14 @@ class ProxyState:
         if self.sessions.pop(session.id, None) is not None:
             self.finished.append(session)
 
+    def catch_up(self) -> None:
+        """Every session reads what it deferred (what an observer sees is up to date)."""
+        for s in self.sessions.values():
+            s.catch_up()
+
     def add_fault(self, fault: Fault, *, connection: int | None = None, now: float) -> int:
         check_proxy_fault(fault)
+        self.catch_up()  # a fault counts from the messages after it, not from a stale view
         if connection is not None and connection not in self.sessions:
             raise KeyError(connection)
         index = self.faults.add(fault, pinned=connection is not None)
@@ -223,7 +237,14 @@ class ProxySession:
         #: how many bytes at the head of _bbuf the client already has (see passthrough)
         self._ahead = 0
         self._opaque = False  # a side sent what cannot be framed: bytes pass through unread
-        self.exchanges: list[Exchange] = []
+        #: the recorded conversation (None: not recording)
+        self.spool: Spool | None = Spool(state.spool_file(conn_id)) if state.record else None
+        #: the chunks forwarded but not read yet, in arrival order (see defer): a server
+        #: chunk by its size (its bytes wait in _bbuf), a client chunk by its bytes; each
+        #: with its arrival time
+        self._deferred: deque[tuple[int | bytes, float]] = deque()
+        self._deferred_bytes = 0  # of the server's, at the end of _bbuf
+        self._deferred_client = 0
         self.index = 0  # messages seen, both directions
         self.stream: _Stream | None = None
         self.streams: list[tuple[str, dict[str, str | None]]] = []
@@ -247,8 +268,8 @@ class ProxySession:
     def _record(self, direction: str, data: bytes, now: float) -> int:
         index = self.index
         self.index += 1
-        if self.state.record:
-            self.exchanges.append(Exchange(direction, data, now))
+        if self.spool is not None:
+            self.spool.add(direction, data, now)
         return index
 
     @staticmethod
@@ -273,12 +294,21 @@ class ProxySession:
         return out
 
     def _unrecord(self) -> None:
+        """The message just counted never reaches the client: not in the recording either."""
         self.index -= 1
-        if self.state.record and self.exchanges:
-            self.exchanges.pop()
 
     # -- client to server ------------------------------------------------------------------
     def from_client(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
+        if data and self._deferred and self.passthrough():
+            # the server's messages before these are not read yet: forwarded now, read in
+            # turn after them (the keepalive a reply answers is known before the reply)
+            self._deferred.append((data, now))
+            self._deferred_client += len(data)
+            return [Forward("server", data)]
+        early = self.catch_up()
+        return early + self._from_client(data, now)
+
+    def _from_client(self, data: bytes, now: float) -> list[Forward | Close | Pause]:
         if self._opaque or not data:
             return [Forward("server", data)] if data else []
         try:
@@ -361,8 +391,7 @@ class ProxySession:
     # -- server to client ------------------------------------------------------------------
     def passthrough(self) -> bool:
         """Whether the shell may hand the server's next bytes to the client before this
-        core reads them (``from_server(…, forwarded=True)``): a stream runs and no fault can
-        act on it."""
+        core reads them (:meth:`defer`): a stream runs and no fault can act on it."""
         st = self.stream
         if st is None or st.faults or self.pending_faults or self._ahead != len(self._bbuf):
             return False
@@ -370,24 +399,78 @@ class ProxySession:
         return all(i in book.removed or (f.times is not None and book.fired[i] >= f.times)
                    for i, f in enumerate(book.faults))
 
+    def defer(self, data: bytes, now: float) -> None:
+        """The shell handed *data* from the server to the client already (it may when
+        :meth:`passthrough` says so); read it later, with its arrival time *now*."""
+        self.bytes_to_client += len(data)
+        if self._opaque or not data:
+            return
+        self._bbuf += data
+        self._ahead = len(self._bbuf)
+        self._deferred.append((len(data), now))
+        self._deferred_bytes += len(data)
+
+    def backlog(self) -> int:
+        """Bytes deferred and not read yet (both directions)."""
+        return self._deferred_bytes + self._deferred_client
+
+    def catch_up(self, limit: int | None = None) -> list[Forward | Close | Pause]:
+        """Read the deferred chunks in order, each at its arrival time: all of them, or
+        chunks until at least *limit* bytes were read. Check and record them; what they
+        hold was forwarded already, so nothing is returned but what a stream's end may
+        release (in practice nothing)."""
+        out: list[Forward | Close | Pause] = []
+        read = 0
+        while self._deferred and (limit is None or read < limit):
+            chunk, when = self._deferred.popleft()
+            if isinstance(chunk, bytes):
+                self._deferred_client -= len(chunk)
+                read += len(chunk)
+                # forwarded already: what else reading it yields (nothing while a stream runs)
+                out += [a for a in self._from_client(chunk, when) if not (isinstance(a, Forward) and a.to == "server")]
+                continue
+            self._deferred_bytes -= chunk
+            read += chunk
+            if self._opaque:
+                continue
+            out += self._drain(when, len(self._bbuf) - self._deferred_bytes)
+        if self._opaque and not self._deferred:
+            self._bbuf.clear()
+            self._ahead = 0
+        return out
+
     def from_server(self, data: bytes, now: float, *, forwarded: bool = False) -> list[Forward | Close | Pause]:
         """Frame what the server sent (every backend message is typed: tag, length), check
-        and record each message, forward them (unless the shell already did: *forwarded*,
-        see :meth:`passthrough`). A replication stream's CopyData are read in place (no
-        message objects): this is the proxy's hot path."""
+        and record each message, forward them (unless the shell already did: *forwarded*),
+        after what was deferred."""
+        out = self.catch_up()
         if forwarded:
             self.bytes_to_client += len(data)
         if self._opaque or not data:
-            return [Forward("client", data)] if data and not forwarded else []
+            return out + ([Forward("client", data)] if data and not forwarded else [])
+        self._bbuf += data
+        if forwarded:
+            self._ahead = len(self._bbuf)
+        acts = self._drain(now, len(self._bbuf))
+        if not forwarded:
+            for f in acts:
+                if isinstance(f, Forward):
+                    self.bytes_to_client += len(f.data)
+        return out + acts
+
+    def _drain(self, now: float, n: int) -> list[Forward | Close | Pause]:
+        """Read the whole messages in the first *n* bytes of the server's buffer. A
+        replication stream's CopyData are read in place (no message objects) and recorded a
+        run at a time: this is the proxy's hot path."""
         buf = self._bbuf
-        buf += data
-        n = len(buf)
         pos = 0
         # bytes up to here are handed out (forwarded, or replaced by a fault's output); the
         # shell may have forwarded the head of the buffer already (passthrough)
-        done = n if forwarded else self._ahead
+        done = self._ahead
         out: list[Forward | Close | Pause] = []
-        record = self.state.record
+        spool = self.spool
+        run = -1  # where the run of stream messages not recorded yet starts
+        count = 0
         while n - pos >= 5:
             (length,) = _I32.unpack_from(buf, pos + 1)
             end = pos + 1 + length
@@ -404,22 +487,34 @@ class ProxySession:
             if st is not None and buf[pos] == 0x64:  # CopyData of the stream
                 index = self.index
                 self.index += 1
-                if record:
-                    self.exchanges.append(Exchange("B", bytes(buf[pos:end]), now))
                 if st.faults and done <= pos:
+                    if run >= 0 and spool is not None:
+                        spool.add("B", buf[run:pos], now, count)
+                        run = -1
                     if pos > done:
                         out.append(Forward("client", bytes(buf[done:pos])))
-                    acts = self._server_copy(st, index, bytes(buf[pos:end]), now)
+                    raw = bytes(buf[pos:end])
+                    acts = self._server_copy(st, index, raw, now)
                     done = end
                     out.extend(acts)
+                    if spool is not None and self.index > index:  # not withheld by a fault before it
+                        spool.add("B", raw, now)
                     if any(isinstance(a, Close) for a in acts):
                         del buf[:]
                         self._ahead = 0
+                        self._deferred.clear()
+                        self._deferred_bytes = self._deferred_client = 0
                         return out
                 else:
+                    if run < 0:
+                        run, count = pos, 0
+                    count += 1
                     self._check_copy(st, index, buf, pos, end, now)
                 pos = end
                 continue
+            if run >= 0 and spool is not None:
+                spool.add("B", buf[run:pos], now, count)
+            run = -1
             frame = bytes(buf[pos:end])
             self._record("B", frame, now)
             try:
@@ -441,16 +536,14 @@ class ProxySession:
                 self.phase = "ready"
                 self._pending_start = None
             pos = end
+        if run >= 0 and spool is not None:
+            spool.add("B", buf[run:pos], now, count)
         if pos > done:
             out.append(Forward("client", bytes(buf[done:pos])))
             done = pos
         if pos:
             del buf[:pos]
         self._ahead = done - pos  # what is left in the buffer and was forwarded already
-        if not forwarded:
-            for f in out:
-                if isinstance(f, Forward):
-                    self.bytes_to_client += len(f.data)
         return out
 
     def _start_stream(self, now: float) -> None:
@@ -571,7 +664,7 @@ class ProxySession:
                     st.counts[i] += 1
                     if st.counts[i] >= (f.after_messages or 0):
                         st.due[i] = st.sent  # right after this message
-            out.extend(self.tick(now))
+            out.extend(self._tick(now))
         return out
 
     def _apply(self, f: Fault, st: _Stream, now: float) -> list[Forward | Close | Pause] | None:
@@ -600,6 +693,9 @@ class ProxySession:
         """The faults due now that need no message to act on (a disconnect right after the
         N-th Commit, one added at run time, one by time); the modifiers wait for the next
         XLogData."""
+        return self.catch_up() + self._tick(now)
+
+    def _tick(self, now: float) -> list[Forward | Close | Pause]:
         out: list[Forward | Close | Pause] = []
         st = self.stream
         if st is not None and st.faults:
@@ -619,6 +715,7 @@ class ProxySession:
 
     def finish(self, now: float) -> None:
         """The connection ended: keepalives still unanswered past the timeout are violations."""
+        self.catch_up()
         for ka_index, t in self._asked:
             if now - t > self.state.reply_timeout:
                 self._violate(ka_index, "F", "keepalive-reply-late",
@@ -640,4 +737,5 @@ class ProxySession:
             "confirmed_lsn": format_lsn(confirmed) if confirmed is not None else None,
             "messages_sent": self.messages_to_client, "bytes_sent": self.bytes_to_client,
             "faults": list(st.faults) if st is not None else [],
+            "unread_bytes": self.backlog(),
         }

@@ -1,23 +1,30 @@
 """A proxied replication connection as a walsender session fixture (the corpus format of
 ``fixtures/sessions/``, :mod:`pgwire_spec.capture.session_fixture`), so a real workload
 becomes a regression fixture: ``verify-fixtures`` checks it, ``conform`` runs it, ``serve``
-replays it (the scenario written beside it)."""
+replays it (the scenario written beside it). The messages come from the session's spool and
+are written one at a time: memory stays bounded whatever the session's length."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import gzip
+import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..capture.flags import NOTES, Flagger
 from ..capture.session_fixture import (
+    SESSION_TAIL,
     SessionFile,
     SessionMessage,
     _copy_json,
     _wire_flags,
     _wire_json,
-    render_session,
+    render_session_head,
+    render_session_message,
 )
 from ..errors import DecodeError
 from ..jsonform import to_json
@@ -29,10 +36,10 @@ from .core import ProxySession, decoder_context
 __all__ = ["session_fixture", "write_session"]
 
 
-def session_fixture(session: ProxySession) -> SessionFile | None:
-    """The fixture of *session*'s conversation (its first logical stream's options give
-    the decoding context); None when it never streamed."""
-    if not session.streams:
+def _header(session: ProxySession) -> SessionFile | None:
+    """The fixture's fields but its messages (its first logical stream's options give the
+    decoding context); None when the connection never streamed or nothing was recorded."""
+    if not session.streams or session.spool is None:
         return None
     slot, options = session.streams[0]
     context = decoder_context(options)
@@ -41,17 +48,25 @@ def session_fixture(session: ProxySession) -> SessionFile | None:
         major = int(version.split(".")[0].split(" ")[0])
     except ValueError:
         major = 0
-    name = f"proxy-{session.id}"
+    return SessionFile(
+        server_version=version, major=major, provider="proxy", workload="recorded by pgwire-spec proxy",
+        captured_on=_dt.date.today().isoformat(), option_set=f"proxy-{session.id}",
+        options={k: ("" if v is None else v) for k, v in options.items()}, context=context, slot=slot,
+        messages=(), captured=0,
+    )
+
+
+def _messages(session: ProxySession, sf: SessionFile) -> Iterator[SessionMessage]:
+    assert session.spool is not None
     front, back = FrontendReader(), BackendReader()
-    decoder = PgOutputDecoder(**context, strict=False)
-    flagger = Flagger(context)
-    msgs: list[SessionMessage] = []
+    decoder = PgOutputDecoder(**sf.context, strict=False)
+    flagger = Flagger(sf.context)
     prev: WireMessage | None = None
     server_done = False
     streaming = False
-    for index, ex in enumerate(session.exchanges):
-        reader = front if ex.direction == "F" else back
-        reader.feed(ex.data)
+    for index, direction, _time, data in session.spool.read():
+        reader = front if direction == "F" else back
+        reader.feed(data)
         msg = reader.next_event()
         assert isinstance(msg, WireMessage)
         rep: Any = None
@@ -61,12 +76,12 @@ def session_fixture(session: ProxySession) -> SessionFile | None:
                 rep = decode_copy_data(msg.data)
             except DecodeError:
                 rep = None
-        flags = _wire_flags(ex.direction, msg, rep, prev, server_done)
-        if ex.direction == "B" and isinstance(msg, CopyBothResponse):
+        flags = _wire_flags(direction, msg, rep, prev, server_done)
+        if direction == "B" and isinstance(msg, CopyBothResponse):
             streaming = True
-        if ex.direction == "B" and isinstance(msg, CopyDone):
+        if direction == "B" and isinstance(msg, CopyDone):
             server_done = True
-        if isinstance(rep, XLogData) and ex.direction == "B":
+        if isinstance(rep, XLogData) and direction == "B":
             in_stream = decoder.in_stream
             try:
                 message = decoder.decode(rep.data)
@@ -75,31 +90,57 @@ def session_fixture(session: ProxySession) -> SessionFile | None:
             if message is not None:
                 flags += flagger.flags(message, in_stream, rep.data)
                 pg = {"in_stream": in_stream, "expected": to_json(message)}
-        msgs.append(SessionMessage(
-            id=f"pg{major}/{name}/{index}", index=index, direction=ex.direction, hex=ex.data.hex(),
+        yield SessionMessage(
+            id=f"pg{sf.major}/{sf.option_set}/{index}", index=index, direction=direction, hex=data.hex(),
             expected=_wire_json(msg), copy=_copy_json(rep) if rep is not None else None, pgoutput=pg,
             flags=tuple(dict.fromkeys(flags)),
-        ))
+        )
         prev = msg
-    used = sorted({f for m in msgs for f in m.flags})
-    return SessionFile(
-        server_version=version, major=major, provider="proxy", workload="recorded by pgwire-spec proxy",
-        captured_on=_dt.date.today().isoformat(), option_set=name,
-        options={k: ("" if v is None else v) for k, v in options.items()}, context=context, slot=slot,
-        messages=tuple(msgs), captured=len(msgs), notes={f: NOTES[f] for f in used if f in NOTES},
-    )
+
+
+def _noted(sf: SessionFile, used: set[str], count: int) -> SessionFile:
+    return dataclasses.replace(sf, captured=count, notes={f: NOTES[f] for f in sorted(used) if f in NOTES})
+
+
+def session_fixture(session: ProxySession) -> SessionFile | None:
+    """The fixture of *session*'s conversation, in memory (:func:`write_session` writes a
+    long one without holding it); None when it never streamed."""
+    sf = _header(session)
+    if sf is None:
+        return None
+    msgs = tuple(_messages(session, sf))
+    return dataclasses.replace(_noted(sf, {f for m in msgs for f in m.flags}, len(msgs)), messages=msgs)
 
 
 def write_session(session: ProxySession, folder: Path) -> Path | None:
     """Write *session*'s fixture to *folder* as ``pgMAJOR-session-proxy-N.json.gz`` and a
     scenario replaying it beside it (``replay-proxy-N.yaml``: ``pgwire-spec serve`` it);
-    the fixture's path, or None when the connection never streamed."""
-    sf = session_fixture(session)
+    the fixture's path, or None when the connection never streamed. The messages are
+    rendered to a scratch file first (the file's head counts them and names their flags),
+    and the fixture appears whole (renamed into place)."""
+    sf = _header(session)
     if sf is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"pg{sf.major}-session-{sf.option_set}.json.gz"
-    path.write_bytes(gzip.compress(render_session(sf).encode(), mtime=0))
+    used: set[str] = set()
+    count = 0
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=folder) as lines:
+        for m in _messages(session, sf):
+            lines.write((",\n" if count else "") + render_session_message(m))
+            used.update(m.flags)
+            count += 1
+        lines.seek(0)
+        part = folder / f".{path.name}.part"
+        try:
+            with open(part, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                gz.write(render_session_head(_noted(sf, used, count), count).encode())
+                while chunk := lines.read(1 << 20):
+                    gz.write(chunk.encode())
+                gz.write((("\n" if count else "") + SESSION_TAIL).encode())
+            os.replace(part, path)
+        finally:
+            part.unlink(missing_ok=True)
     (folder / f"replay-{sf.option_set}.yaml").write_text(
         "# What the server sent through pgwire-spec proxy, served byte for byte: pgwire-spec serve THIS_FILE\n"
         f"# (slot {sf.slot}; START_REPLICATION with the options of the recording)\n"

@@ -10,6 +10,7 @@ import asyncio
 import socket
 import ssl
 import struct
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,13 @@ __all__ = ["ReplicationProxy", "ProxyError", "parse_upstream"]
 
 #: Bytes read per call from either side.
 READ = 1 << 16
+#: A stream's bytes forwarded and not yet read by the core, per connection, at most: past it
+#: the core catches up before the next read (the checks then slow the stream down).
+BACKLOG = 32 << 20
+#: Bytes the core reads at a time while the stream leaves the proxy idle, and how long the
+#: server must have been quiet for that (seconds).
+SLICE = 1 << 16
+IDLE = 0.005
 _SSL_REQUEST = struct.pack("!II", 8, 80877103)
 
 
@@ -67,9 +75,17 @@ class ReplicationProxy:
             raise ProxyError(f"--bandwidth: expected bytes per second >= 1, found {bandwidth}")
         if latency is not None and latency < 0:
             raise ProxyError(f"--latency: expected seconds >= 0, found {latency}")
-        self.state = ProxyState(list(faults), reply_timeout=reply_timeout, record=keep or record is not None,
-                                validate=validate)
         self.record_dir = Path(record) if record is not None else None
+        self.keep = keep
+        spool_dir = str(self.record_dir) if self.record_dir is not None else None
+        if self.record_dir is not None:
+            try:
+                self.record_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ProxyError(f"--record: cannot create {self.record_dir}: {exc.strerror or exc}") from None
+        self.state = ProxyState(list(faults), reply_timeout=reply_timeout, record=keep or record is not None,
+                                validate=validate,
+                                spool_file=lambda _id: tempfile.TemporaryFile(dir=spool_dir))  # noqa: SIM115
         self.recorded: list[Path] = []
         self.bandwidth = bandwidth
         self.latency = latency
@@ -79,10 +95,16 @@ class ReplicationProxy:
         self.port = port
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._writes: set[asyncio.Future[Path | None]] = set()
         self._links: dict[int, tuple[asyncio.StreamWriter, asyncio.StreamWriter | None]] = {}
         self._wakes: dict[int, asyncio.Event] = {}
-        #: (connection, exchange index) of every recorded message, in arrival order
-        self.log: list[tuple[int, int]] = []
+        #: the recorded messages in arrival order, run by run: [connection, first index, count]
+        self.log: list[list[int]] = []
+        self.logged = 0
+        #: the largest backlog a connection's core had (bytes forwarded, not read yet), and
+        #: how many times the bound made the stream wait for the checks
+        self.backlog_peak = 0
+        self.backpressure = 0
         self._counts: dict[int, int] = {}
         self._sessions: dict[int, ProxySession] = {}
 
@@ -119,6 +141,18 @@ class ReplicationProxy:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if server is not None:
             await server.wait_closed()
+        if self._writes:  # the recordings being written when the clients went
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        for session in self._sessions.values():
+            if session.spool is not None:
+                session.spool.close()
+
+    def catch_up(self) -> None:
+        """Every connection's core reads what it deferred: violations, positions and the
+        transcript are then up to date (the control plane asks this before it answers)."""
+        self.state.catch_up()
+        for session in self.state.sessions.values():
+            self._note(session)
 
     async def __aenter__(self) -> ReplicationProxy:
         return await self.start()
@@ -187,14 +221,26 @@ class ReplicationProxy:
                 if not w.is_closing():
                     w.transport.abort()
             if self.record_dir is not None:
+                # off the event loop: a long session takes a while to render
+                write = asyncio.ensure_future(asyncio.to_thread(write_session, session, self.record_dir))
+                self._writes.add(write)
+                write.add_done_callback(lambda f: self._written(session, f))
                 try:
-                    # off the event loop: a long session takes a while to render
-                    path = await asyncio.shield(asyncio.to_thread(write_session, session, self.record_dir))
-                    if path is not None:
-                        self.recorded.append(path)
+                    await asyncio.shield(write)  # a stop waits for it too
                 except OSError:
                     pass
+            elif not self.keep and session.spool is not None:
+                session.spool.close()
             self._tasks.discard(task)
+
+    def _written(self, session: ProxySession, write: asyncio.Future[Path | None]) -> None:
+        self._writes.discard(write)
+        if not write.cancelled() and write.exception() is None:
+            path = write.result()
+            if path is not None:
+                self.recorded.append(path)
+        if not self.keep and session.spool is not None:
+            session.spool.close()  # no transcript to serve: the recording is written
 
     def _on_violation(self, v: Violation) -> None:
         pass
@@ -264,6 +310,17 @@ class ReplicationProxy:
                 read = asyncio.ensure_future(up_reader.read(READ))
                 waker = asyncio.ensure_future(wake.wait())
                 try:
+                    # the core reads what it deferred a slice at a time once the server has
+                    # been quiet for IDLE: while the stream flows, forwarding has the CPU
+                    while session.backlog():
+                        await asyncio.wait({read, waker}, timeout=IDLE, return_when=asyncio.FIRST_COMPLETED)
+                        if read.done() or waker.done():
+                            break
+                        out = session.catch_up(SLICE)
+                        self._note(session)
+                        if out and await self._play(session, out, writer, up_writer, False):
+                            done.set()
+                            return
                     got, _ = await asyncio.wait({read, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:
                     read.cancel()
@@ -286,7 +343,14 @@ class ReplicationProxy:
                 if data and not shaped and session.passthrough():
                     # nothing can change these bytes: the client gets them before they are checked
                     writer.write(data)
-                    out = session.from_server(data, received, forwarded=True)
+                    session.defer(data, received)
+                    backlog = session.backlog()
+                    self.backlog_peak = max(self.backlog_peak, backlog)
+                    out = []
+                    if backlog > BACKLOG:
+                        # the checks fell behind by the bound: they catch up, the stream waits
+                        self.backpressure += 1
+                        out = session.catch_up(backlog - BACKLOG // 2)
                 else:
                     out = session.from_server(data, received)
                 self._note(session)
@@ -339,11 +403,19 @@ class ReplicationProxy:
             finished.cancel()
 
     def _note(self, session: ProxySession) -> None:
-        """Log the session's new exchanges, in arrival order (the control plane's transcript)."""
+        """Log the session's new recorded messages, in arrival order (the control plane's
+        transcript): one run per connection's turn, not one entry per message."""
+        if session.spool is None:
+            return
         have = self._counts.get(session.id, 0)
-        total = len(session.exchanges)
+        total = session.spool.count
         if total > have:
-            self.log.extend((session.id, i) for i in range(have, total))
+            last = self.log[-1] if self.log else None
+            if last is not None and last[0] == session.id and last[1] + last[2] == have:
+                last[2] += total - have
+            else:
+                self.log.append([session.id, have, total - have])
+            self.logged += total - have
             self._counts[session.id] = total
 
     async def _play(self, session: ProxySession, out: list[Any], writer: asyncio.StreamWriter,

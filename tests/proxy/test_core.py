@@ -70,7 +70,7 @@ def test_messages_split_anywhere_are_framed_the_same() -> None:
     got = b""
     for i in range(0, len(server), 7):
         got += _to(s.from_server(server[i:i + 7], 0.0), "client")
-    assert got == server and len(s.exchanges) == 1 + sum(d == "B" for d, _ in msgs)
+    assert got == server and s.spool.count == 1 + sum(d == "B" for d, _ in msgs)
 
 
 def test_a_broken_server_message_is_reported_with_its_index_and_rule() -> None:
@@ -168,3 +168,62 @@ def test_passthrough_and_faults_added_midway_keep_the_byte_stream_whole() -> Non
         assert reader.buffered == 0 and passed > 0
         assert len(got) == sum(d == "B" for d, _ in msgs[27:]) + 1, size
         assert state.faults.fired == [1] and state.violations == []
+
+
+def test_deferred_reading_gives_the_same_checks_indexes_and_recording() -> None:
+    """The shell forwards a running stream first and the core reads it later (defer,
+    catch_up in slices): a broken message is reported with the same index and rule, a
+    client's status update sent meanwhile is read in its turn, and the recording is the
+    conversation in arrival order."""
+    from pgwire_spec.replication.messages import StandbyStatusUpdate, encode_copy_data
+
+    msgs = _messages()
+    k = _xlog_indexes(msgs)[2]  # an Insert
+    raw = bytearray(msgs[k][1])
+    raw[5 + 25] = ord("Q")
+    msgs = msgs[:k] + [("B", bytes(raw))] + msgs[k + 1:]
+    status = encode_message(CopyData(encode_copy_data(StandbyStatusUpdate(0x10, 0x10, 0x10, 0, False))))
+    head, rest = msgs[:27], b"".join(r for d, r in msgs[27:] if d == "B")
+    for size in (5, 333, 4096):
+        state = ProxyState()
+        s = state.connect()
+        for d, r in head:
+            (s.from_client if d == "F" else s.from_server)(r, 0.0)
+        cut = len(rest) // 2
+        for i in range(0, cut, size):
+            assert s.passthrough()
+            s.defer(rest[i:min(i + size, cut)], 1.0)
+        assert s.backlog() == cut and state.violations[:1] == []
+        assert s.from_client(status, 2.0) == [Forward("server", status)]  # forwarded, read after the server's
+        for i in range(cut, len(rest), size):
+            s.defer(rest[i:i + size], 3.0)
+        while s.backlog():
+            assert s.catch_up(100) == []
+        (v,) = state.violations
+        assert (v.index, v.rule) == (k, "unknown-message-tag")
+        assert s.spool is not None
+        got = [(d, data) for _, d, _, data in s.spool.read()]
+        later = [("B", r) for d, r in msgs[27:] if d == "B"]
+        ends = [sum(len(r) for _, r in later[:j + 1]) for j in range(len(later))]
+        before = sum(e <= cut for e in ends)  # whole before the status update arrived
+        assert got == head + later[:before] + [("F", status)] + later[before:]
+        times = [t for i, d, t, _ in s.spool.read() if i >= 27]
+        assert times[0] == 1.0 and times[-1] == 3.0
+
+
+def test_the_spool_reads_back_from_any_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from pgwire_spec.proxy import spool as spool_module
+
+    monkeypatch.setattr(spool_module, "MARK_EVERY", 3)
+    sp = spool_module.Spool(io.BytesIO())
+    copies = [encode_message(CopyData(bytes([i]) * i)) for i in range(1, 20)]
+    sp.add("F", b"\x00\x00\x00\x08\x04\xd2\x16\x2f", 0.5)
+    for i in range(0, len(copies), 4):
+        sp.add("B", b"".join(copies[i:i + 4]), float(i), len(copies[i:i + 4]))
+    every = list(sp.read())
+    assert [i for i, *_ in every] == list(range(20)) and [d for _, d, _, d2 in every][:2] == ["F", "B"]
+    assert [x for *_, x in every[1:]] == copies
+    for start in range(20):
+        assert list(sp.read(start, 3)) == every[start:start + 3]
