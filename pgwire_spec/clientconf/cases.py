@@ -520,6 +520,53 @@ def _slot_invalidated(run: Run) -> tuple[str, str, int | None]:
     return ("passed", f"{what} in {span:.1f} s ({attempts / span:.1f}/s): retries with backoff, still running", None)
 
 
+#: How long the slot stays active after the reset in the slot-held case (seconds).
+HOLD = 3.0
+
+
+def _held_scenario(slot: str) -> dict[str, Any]:
+    # The connection is reset after the 2nd Insert of the 2nd transaction and, as when the
+    # old walsender has not yet noticed its client is gone, the slot stays active for HOLD
+    # seconds: reconnects meet 55006 "replication slot … is active for PID …" (slot.c).
+    return _base(slot, transactions=_txns(4, rows=3), keepalive={"interval": 0.5},
+                 faults=[{"action": "hold_slot", "kind": "Insert", "after_messages": 5, "seconds": HOLD}])
+
+
+def _slot_held(run: Run) -> tuple[str, str, int | None]:
+    """After a reset, its slot still active for a few seconds (55006 on reconnect), the
+    client retries at most :data:`HOT_LOOP_RATE` times a second and, once the slot is free,
+    resumes and receives every transaction; or it exits with an error status."""
+    entries = run.entries
+    fired = next((i for i, e in enumerate(entries) if e.event == "fault:hold_slot"), None)
+    if fired is None:
+        return ("not applicable", "the client never reached the transaction the reset interrupts", None)
+    t0 = entries[fired].time
+    errs = [i for i in _errors(entries, "55006") if i > fired]
+    attempts = len({entries[i].connection for i in errs})
+    if attempts / HOLD > HOT_LOOP_RATE:
+        return ("failed", f"{attempts} attempts met 55006 while the slot stayed active {HOLD:g} s "
+                          f"({attempts / HOLD:.1f}/s): a hot loop", errs[-1])
+    streaming = {e.connection for e in entries[fired:] if e.direction == "B" and _is(e, "CopyBothResponse")}
+    what = f"{attempts} attempt(s) met 55006 while the slot stayed active {HOLD:g} s"
+    if streaming:
+        later = Run([e for e in entries if e.connection in streaming], params=run.params)
+        if _all_received(later):
+            return ("passed", f"{what}; then resumed and received every transaction", None)
+        return ("failed", f"{what}; resumed, but the scenario's last transaction never arrived", len(entries) - 1)
+    verdict = _reaction(run, fired, what)
+    if verdict is not None:
+        return verdict
+    end = run.stopped if run.stopped is not None else entries[-1].time
+    if end - t0 < HOLD + HANG_AFTER:
+        return ("not applicable", "the window ended too soon after the slot was released to judge", None)
+    return ("failed", f"{what}; {end - t0 - HOLD:.1f} s after the slot was released the client had neither "
+                      f"resumed nor exited", fired)
+
+
+def _held_judged(run: Run) -> bool:
+    return _slot_held(run)[0] == "passed"
+
+
 #: Seconds without an exit or a new attempt after the server ended the connection that make
 #: a hang (longer than the 5 s pg_recvlogical and subscribers wait before trying again).
 HANG_AFTER = 5.5
@@ -706,6 +753,9 @@ CASES: tuple[ClientCase, ...] = (
                _shutdown_scenario, _shutdown, window=5.5, done=_shutdown_judged),
     ClientCase("slot-missing", "slot missing (42704): exit, or retry with backoff",
                _missing_scenario, _backoff("42704"), window=3.0),
+    ClientCase("slot-held", "after a reset the slot stays active 3 s (55006): back off, then resume with "
+                            "nothing lost",
+               _held_scenario, _slot_held, window=12.0, done=_held_judged, grace=0.5),
     ClientCase("slot-active", "slot active (55006): exit, or retry with backoff",
                lambda slot: _base(slot), _backoff("55006"), window=3.0, slot_active=True),
 )

@@ -312,14 +312,18 @@ class ServerState:
         ``invalidate_slot`` and ``drop_slot`` end the connection using the slot as the
         server does (slot.c InvalidatePossiblyObsoleteSlot signals it, an administrator's
         pg_terminate_backend before pg_drop_replication_slot: FATAL 57P01); ``hold_slot``
-        resets *conn*, its slot staying active for ``seconds``."""
+        resets *conn*, its slot staying active for ``seconds`` (at once: held that long by
+        another backend)."""
         slot = self.slots.get(fault.slot) if fault.slot is not None else None
         if slot is None and conn is not None:
             slot = next((sl for sl in self.slots.values() if sl.active == conn.id), None)
         if slot is None:
             return
         if fault.action == "hold_slot":
-            slot.hold = fault.seconds or 0.0
+            # once: held from now for `seconds` by the connection's pid (or, over the control
+            # plane, by a backend that is not one of ours)
+            slot.held_until = self.clock() + (fault.seconds or 0.0)
+            slot.held_pid = conn.pid if conn is not None else self.next_pid()
             if conn is not None:
                 conn.close(reset=True)
             return

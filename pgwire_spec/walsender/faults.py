@@ -63,7 +63,8 @@ ACTIONS: dict[str, str] = {
     "invalidate_slot": "invalidate the slot (`slot`, else the connection's) for `reason` (wal_removed, rows_removed, "
                        "idle_timeout: the persona's causes); the connection using it ends with FATAL 57P01",
     "drop_slot": "drop the slot (`slot`, else the connection's); the connection using it ends with FATAL 57P01",
-    "hold_slot": "reset the connection; its slot stays active for `seconds` (reconnects meet 55006)",
+    "hold_slot": "reset the connection; its slot stays active for `seconds` (reconnects meet 55006); at once: the "
+                 "slot active for another backend that long",
 }
 
 #: The faults that act on a slot (ServerState.slot_fault).

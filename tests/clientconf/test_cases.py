@@ -181,3 +181,21 @@ def test_sender_timeout() -> None:
     assert status("sender-timeout", tx + [kill], exit_code=1) == "passed"
     assert status("sender-timeout", tx + [kill], stopped=8.0) == "failed"                     # hangs
     assert status("sender-timeout", [k(0, BASE)]) == "not applicable"
+
+
+def test_slot_held() -> None:
+    a, b = BASE + 0x100, BASE + 0x200
+    fired = [start(0, "0/0", 1), begin(0.1, a), commit(0.1, a), begin(0.2, b), Entry(1, "B", 0.3, event="fault:hold_slot"),
+             Entry(1, "B", 0.3, event="reset")]
+
+    def busy(n: int, every: float) -> list[Entry]:
+        return [Entry(2 + i, "B", 0.5 + i * every, ErrorResponse((("S", "ERROR"), ("C", "55006"), ("M", "active"))))
+                for i in range(n)]
+    resumed = [start(3.5, "0/0", 9), Entry(9, "B", 3.5, CopyBothResponse(0, ())), begin(3.6, b, 9), commit(3.6, b, 9)]
+    params = {"last_commit_end": b + 0x30}
+    assert status("slot-held", fired + busy(3, 1.0) + resumed, params=params) == "passed"
+    assert status("slot-held", fired + busy(30, 0.1) + resumed, params=params) == "failed"      # hot loop
+    assert status("slot-held", fired + busy(3, 1.0) + resumed[:2], params=params, stopped=12.0) == "failed"
+    assert status("slot-held", fired + busy(3, 1.0), exit_code=1) == "passed"                   # gave up, said so
+    assert status("slot-held", fired + busy(3, 1.0), stopped=12.0) == "failed"                  # never resumed
+    assert status("slot-held", fired[:3]) == "not applicable"

@@ -137,6 +137,7 @@ def test_planted_client_fails_exactly_what_its_bugs_break(results: dict[str, Cli
         "slot-invalidated": "passed",       # one attempt a second
         "sender-timeout": "passed",         # silent after its last Commit: dropped, reconnects, resumes
         "shutdown": "failed",               # ignores the server's CopyDone: the connection hangs
+        "slot-held": "passed",              # one attempt a second, then resumes
         "slot-missing": "passed",           # one attempt a second
         "slot-active": "passed",
     }, _explain(r)
@@ -179,7 +180,7 @@ def test_pg_logical_replication_readme_pattern(results: dict[str, ClientResult])
     # the server's CopyDone is neither answered nor ends the connection.
     assert grades["keepalive-reply"] == "failed", _explain(r)
     assert grades["stream-subxact-abort"] == "not applicable", _explain(r)
-    for cid in ("slot-missing", "slot-active", "slot-invalidated"):
+    for cid in ("slot-missing", "slot-active", "slot-invalidated", "slot-held"):
         grade = next(g for g in r.grades if g.case == cid)
         assert grade.status == "failed" and "hot loop" in grade.reason, _explain(r)
     assert grades["shutdown"] == "failed", _explain(r)
