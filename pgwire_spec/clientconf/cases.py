@@ -480,6 +480,16 @@ def _invalidated_scenario(slot: str) -> dict[str, Any]:
                           "reason": "wal_removed"}])
 
 
+def _refusals_after(entries: Sequence[Entry], event: str, sqlstate: str) -> tuple[int | None, list[int], int]:
+    """Where fault *event* fired, the errors *sqlstate* after it, and on how many
+    connections (the client's attempts)."""
+    fired = next((i for i, e in enumerate(entries) if e.event == event), None)
+    if fired is None:
+        return None, [], 0
+    errs = [i for i in _errors(entries, sqlstate) if i > fired]
+    return fired, errs, len({entries[i].connection for i in errs})
+
+
 def _reaction(run: Run, at: int, what: str) -> tuple[str, str, int | None] | None:
     """How the client reacted once the server ended its connection at entry *at*: a
     passing or failing grade for an exit (status 0 says nothing went wrong: not a clear
@@ -496,12 +506,10 @@ def _slot_invalidated(run: Run) -> tuple[str, str, int | None]:
     START_REPLICATION) the client exits with an error, or retries at most
     :data:`HOT_LOOP_RATE` times a second; it neither hangs nor hammers the server."""
     entries = run.entries
-    fired = next((i for i, e in enumerate(entries) if e.event == "fault:invalidate_slot"), None)
+    fired, errs, attempts = _refusals_after(entries, "fault:invalidate_slot", "55000")
     if fired is None:
         return ("not applicable", "the client never reached the point where its slot is invalidated", None)
     t0 = entries[fired].time
-    errs = [i for i in _errors(entries, "55000") if i > fired]
-    attempts = len({entries[i].connection for i in errs})
     what = "its slot was invalidated" + (f", {attempts} attempt(s) met 55000" if attempts else "")
     verdict = _reaction(run, fired, what)
     if verdict is not None:
@@ -537,12 +545,10 @@ def _slot_held(run: Run) -> tuple[str, str, int | None]:
     client retries at most :data:`HOT_LOOP_RATE` times a second and, once the slot is free,
     resumes and receives every transaction; or it exits with an error status."""
     entries = run.entries
-    fired = next((i for i, e in enumerate(entries) if e.event == "fault:hold_slot"), None)
+    fired, errs, attempts = _refusals_after(entries, "fault:hold_slot", "55006")
     if fired is None:
         return ("not applicable", "the client never reached the transaction the reset interrupts", None)
     t0 = entries[fired].time
-    errs = [i for i in _errors(entries, "55006") if i > fired]
-    attempts = len({entries[i].connection for i in errs})
     if attempts / HOLD > HOT_LOOP_RATE:
         return ("failed", f"{attempts} attempts met 55006 while the slot stayed active {HOLD:g} s "
                           f"({attempts / HOLD:.1f}/s): a hot loop", errs[-1])
