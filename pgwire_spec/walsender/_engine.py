@@ -59,7 +59,8 @@ from .scenario import Table
 if TYPE_CHECKING:
     from .core import Connection, ServerState
 
-__all__ = ["SqlEngine", "unsupported", "parse_one", "parameter_types", "bind_parameters", "returns_rows"]
+__all__ = ["SqlEngine", "unsupported", "parse_one", "parameter_types", "bind_parameters", "returns_rows",
+           "slot_function_called"]
 
 _SCHEMA = "pgw"
 
@@ -861,6 +862,25 @@ def bind_parameters(sql: str, params: Sequence[str | None], types: Sequence[int]
         return sql
     stmt = parse_one(sql)
     return str(RawStream()(_Params(params, types)(stmt)))
+
+
+class _SlotCalls(visitors.Visitor):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def visit_FuncCall(self, ancestors: Any, node: ast.FuncCall) -> None:
+        name = _names(node.funcname)[-1]
+        if name in _SLOT_FUNCTIONS:
+            self.found.append(name)
+
+
+def slot_function_called(stmt: Any) -> str | None:
+    """The first slot function with side effects a parsed statement calls, or None."""
+    calls = _SlotCalls()
+    if stmt is not None:
+        calls(stmt)
+    return calls.found[0] if calls.found else None
 
 
 def returns_rows(stmt: Any) -> bool:

@@ -46,7 +46,7 @@ from ..wire import (
 from ..wire import Close as CloseMessage
 from . import _sql
 from ._catalog import type_size
-from ._engine import bind_parameters, parameter_types, parse_one, returns_rows
+from ._engine import bind_parameters, parameter_types, parse_one, returns_rows, slot_function_called
 from .personas import ServerError
 from .types import resolve_type
 
@@ -117,6 +117,8 @@ class _Statement:
     sql: str
     parameter_types: tuple[int, ...]
     returns_rows: bool
+    #: A slot function with side effects it calls (pg_create_logical_replication_slot …).
+    slot_function: str | None = None
 
 
 @dataclass(slots=True)
@@ -179,7 +181,7 @@ class _Extended:
         self._check_length(msg.sql)
         stmt = parse_one(msg.sql)
         self.statements[msg.statement] = _Statement(msg.sql, parameter_types(stmt, msg.parameter_types),
-                                                    returns_rows(stmt))
+                                                    returns_rows(stmt), slot_function_called(stmt))
         self.send(ParseComplete())
 
     def _statement_named(self, name: str) -> _Statement:
@@ -237,7 +239,11 @@ class _Extended:
                 self.send(NoData())
                 return
             # The columns of a statement not yet bound: its answer with NULL parameters
-            # (the SELECTs clients describe read catalogs; they change nothing).
+            # (the SELECTs clients describe read catalogs; they change nothing), unless
+            # answering would run a slot function.
+            if stmt.slot_function is not None:
+                raise ServerError("0A000", f"the fake walsender describes a statement calling {stmt.slot_function} "
+                                           "only once it is bound", hint="Describe the portal after Bind.")
             answer = self._evaluate(bind_parameters(stmt.sql, [None] * len(stmt.parameter_types),
                                                     stmt.parameter_types))
             if isinstance(answer, _sql.Result):

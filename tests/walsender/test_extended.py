@@ -180,6 +180,17 @@ def test_a_replication_connection_refuses_the_protocol_until_sync() -> None:
     assert _run(c, Flush(), Sync()) == [ReadyForQuery("I")]
 
 
+def test_a_statement_calling_a_slot_function_is_described_once_bound() -> None:
+    c = _client()
+    sql = "SELECT * FROM pg_create_logical_replication_slot($1, 'pgoutput')"
+    out = _run(c, Parse("s", sql), Describe("S", "s"), Sync())
+    assert _shape(out) == ["ParseComplete", "ParameterDescription", "E0A000", "ReadyForQuery"]
+    assert not c.state.slots  # describing it created nothing
+    out = _run(c, Bind("", "s", (), (b"jdbc",), ()), Describe("P", ""), Execute(), Sync())
+    assert _shape(out) == ["BindComplete", "RowDescription", "DataRow", "CommandComplete", "ReadyForQuery"]
+    assert [f.name for f in out[1].fields] == ["slot_name", "lsn"] and "jdbc" in c.state.slots
+
+
 def test_statement_effects_and_publication_ddl_over_the_extended_protocol() -> None:
     c = _client()
     out = _run(c, Parse("", "CREATE PUBLICATION p1 FOR TABLE public.accounts"), Bind("", ""), Describe("P", ""),
