@@ -94,6 +94,17 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
         "indisclustered:bool", "indisvalid:bool", "indcheckxmin:bool", "indisready:bool", "indislive:bool",
         "indisreplident:bool", "indkey:int2vector"),
     "pg_database": _cols("oid:oid", "datname:name", "datdba:oid", "encoding:int4"),
+    # Roles: every user the scenario names or that is connected, each a superuser that may
+    # log in and replicate (the fake reports is_superuser = on); no memberships.
+    "pg_roles": _cols(
+        "rolname:name", "rolsuper:bool", "rolinherit:bool", "rolcreaterole:bool", "rolcreatedb:bool",
+        "rolcanlogin:bool", "rolreplication:bool", "rolconnlimit:int4", "rolpassword:text",
+        "rolvaliduntil:timestamptz", "rolbypassrls:bool", "rolconfig:_text", "oid:oid"),
+    "pg_auth_members": _cols(
+        ("oid", "oid", 16), "roleid:oid", "member:oid", "grantor:oid", "admin_option:bool",
+        ("inherit_option", "bool", 16), ("set_option", "bool", 16)),
+    # Enum labels: a scenario declares its user types by OID and name only, so none.
+    "pg_enum": _cols("oid:oid", "enumtypid:oid", "enumsortorder:float4", "enumlabel:name"),
     "pg_publication": _cols(
         "oid:oid", "pubname:name", "pubowner:oid", "puballtables:bool", "pubinsert:bool", "pubupdate:bool",
         "pubdelete:bool", ("pubtruncate", "bool", 11), ("pubviaroot", "bool", 13), ("pubgencols", "char", 18)),
@@ -206,9 +217,9 @@ def _index_oid(t: Table) -> int:
 
 
 def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
-                 slots: Iterable[SlotRow]) -> dict[str, list[tuple[Any, ...]]]:
+                 slots: Iterable[SlotRow], users: Iterable[str] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """The rows of every relation of :data:`CATALOG` for *major* (its columns only); the
-    publications are the scenario's, *oids* their OIDs by name."""
+    publications are the scenario's, *oids* their OIDs by name, *users* the connected ones."""
     pubs = list(scenario.publications)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in CATALOG}
     namespaces = {"pg_catalog": PG_CATALOG_OID, "public": PUBLIC_OID}
@@ -218,6 +229,12 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
         rows["pg_namespace"].append({"oid": oid, "nspname": name, "nspowner": BOOTSTRAP_SUPERUSER})
     rows["pg_database"].append({"oid": DATABASE_OID, "datname": scenario.server.database,
                                 "datdba": BOOTSTRAP_SUPERUSER, "encoding": 6})
+    for i, user in enumerate(sorted({*users, *scenario.auth.passwords})):
+        rows["pg_roles"].append({
+            "rolname": user, "rolsuper": True, "rolinherit": True, "rolcreaterole": True, "rolcreatedb": True,
+            "rolcanlogin": True, "rolreplication": True, "rolconnlimit": -1, "rolpassword": "********",
+            "rolvaliduntil": None, "rolbypassrls": True, "rolconfig": None,
+            "oid": BOOTSTRAP_SUPERUSER if i == 0 else _GENERATED_OIDS - 2000 + i})
 
     user_types: dict[int, ColumnType] = {}
     for t in scenario.tables:

@@ -281,6 +281,12 @@ class _Scope:
                     self.relations.append((name, columns_of(item.relname, self.major)))
             elif isinstance(item, ast.JoinExpr):
                 self.add_from([item.larg, item.rarg])
+            elif isinstance(item, ast.RangeSubselect) and item.alias and isinstance(item.subquery, ast.SelectStmt):
+                # a subquery in FROM: its result columns, typed as the query would type them
+                names = {oid: name for name, oid in TYPE_OIDS.items()}
+                columns = result_columns(item.subquery, self.major) or []
+                self.relations.append((item.alias.aliasname, tuple(
+                    CatalogColumn(name, names.get(oid or 0, "")) for name, oid in columns)))
             elif isinstance(item, ast.RangeFunction):
                 call = item.functions[0][0] if item.functions and item.functions[0] else None
                 if isinstance(call, ast.FuncCall):
@@ -291,6 +297,10 @@ class _Scope:
                         self.relations.append((alias, cols))
                     elif fname in _SLOT_FUNCTIONS:
                         self.relations.append((alias, tuple(CatalogColumn(n, t) for n, t in _SLOT_FUNCTIONS[fname])))
+                    elif fname in _FUNCTIONS:
+                        colnames = item.alias.colnames if item.alias and item.alias.colnames else None
+                        column = colnames[0].sval if colnames else alias
+                        self.relations.append((alias, (CatalogColumn(column, _FUNCTIONS[fname].result),)))
 
     def column(self, fields: Sequence[Any]) -> int | None:
         names = _names(fields)
@@ -443,7 +453,8 @@ class SqlEngine:
         slots = [SlotRow(s.name, s.plugin, s.kind, s.database, s.temporary, server.slot_user(s),
                          s.restart_lsn, s.confirmed_flush if s.kind == "logical" else None, s.two_phase,
                          s.failover, s.invalidated, s.inactive_since) for s in server.slots.values()]
-        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots)
+        users = [c.user for c in server.connections.values() if c.user]
+        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users)
         gpt: list[tuple[Any, ...]] = []
         for p in server.scenario.publications:
             for pt in publication_tables(server.scenario, p, self.major):
@@ -746,31 +757,35 @@ class SqlEngine:
         return _text(v, oid)
 
     def _result_columns(self, stmt: ast.SelectStmt) -> list[tuple[str, int | None]] | None:
-        """The result columns' names and PostgreSQL types, from the parse tree."""
-        if stmt.op is not None and stmt.op.name != "SETOP_NONE":
-            return self._result_columns(stmt.larg) if stmt.larg is not None else None
-        if stmt.valuesLists:
-            return None
-        scope = _Scope(self.major)
-        scope.add_from(stmt.fromClause)
-        out: list[tuple[str, int | None]] = []
-        for target in stmt.targetList or ():
-            val = target.val
-            if isinstance(val, ast.ColumnRef) and isinstance(val.fields[-1], ast.A_Star):
-                qualifier = _names(val.fields[:-1])
-                expanded = scope.star(qualifier[-1] if qualifier else None)
-                if not expanded:
-                    return None
-                out.extend(expanded)
-                continue
-            name = target.name or _column_name(val) or "?column?"
-            oid = _expr_type(val, scope)
-            if isinstance(val, ast.TypeCast):
-                tname = val.typeName.names[-1].sval
-                if tname in _REG_TYPES:
-                    oid = {"regclass": 2205, "regtype": 2206, "regnamespace": 4089}[tname]
-            out.append((name, oid))
-        return out
+        return result_columns(stmt, self.major)
+
+
+def result_columns(stmt: ast.SelectStmt, major: int) -> list[tuple[str, int | None]] | None:
+    """The result columns' names and PostgreSQL types, from the parse tree."""
+    if stmt.op is not None and stmt.op.name != "SETOP_NONE":
+        return result_columns(stmt.larg, major) if stmt.larg is not None else None
+    if stmt.valuesLists:
+        return None
+    scope = _Scope(major)
+    scope.add_from(stmt.fromClause)
+    out: list[tuple[str, int | None]] = []
+    for target in stmt.targetList or ():
+        val = target.val
+        if isinstance(val, ast.ColumnRef) and isinstance(val.fields[-1], ast.A_Star):
+            qualifier = _names(val.fields[:-1])
+            expanded = scope.star(qualifier[-1] if qualifier else None)
+            if not expanded:
+                return None
+            out.extend(expanded)
+            continue
+        name = target.name or _column_name(val) or "?column?"
+        oid = _expr_type(val, scope)
+        if isinstance(val, ast.TypeCast):
+            tname = val.typeName.names[-1].sval
+            if tname in _REG_TYPES:
+                oid = {"regclass": 2205, "regtype": 2206, "regnamespace": 4089}[tname]
+        out.append((name, oid))
+    return out
 
 
 def _engine_error(exc: Exception, sql: str) -> ServerError:
@@ -937,6 +952,14 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         if name in _SLOT_FUNCTIONS:
             rows = _slot_function(self.engine, self.conn, name, [_const(a) for a in call.args or ()])
             return ast.RangeVar(relname=self._temp(name, rows), inh=True, relpersistence="p", alias=alias)
+        if name in _FUNCTIONS:
+            # A scalar function in FROM (``SELECT * FROM pg_current_wal_lsn()``): one row, one
+            # column named as the function (or its alias).
+            column = alias.colnames[0].sval if alias.colnames else alias.aliasname
+            subquery = ast.SelectStmt(targetList=(ast.ResTarget(name=column, val=self._scalar(call, name)),),
+                                      limitOption=ast.SelectStmt().limitOption, op=ast.SelectStmt().op)
+            return ast.RangeSubselect(lateral=False, subquery=subquery,
+                                      alias=ast.Alias(aliasname=alias.aliasname))
         return None
 
     def _temp(self, name: str, rows: list[tuple[Any, ...]]) -> str:
@@ -968,6 +991,11 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
             else:
                 value = "(" + ",".join("" if v is None else str(v) for v in rows[0]) + ")"
             return ast.A_Const(isnull=False, val=ast.String(sval=value))
+        return self._scalar(node, name)
+
+    @staticmethod
+    def _scalar(node: ast.FuncCall, name: str) -> Any:
+        """A call of one of :data:`_FUNCTIONS` as the engine's function (None: not one)."""
         fn = _FUNCTIONS.get(name)
         if fn is None or name == "pg_get_publication_tables":
             return None

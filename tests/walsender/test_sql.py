@@ -103,6 +103,22 @@ def test_parameters_for_the_extended_protocol() -> None:
     assert info.value.sqlstate == "42P02"
 
 
+def test_what_a_debezium_connector_reads_on_connect() -> None:
+    """Its WAL position (a function in FROM), its role's privileges, its type registry
+    (pg_enum, a subquery's columns typed); compared with a real 15 in test_pgjdbc.py."""
+    c = _client(_state(15))
+    out = _ok(c.query("select * from pg_current_wal_lsn()"))
+    assert _columns(out) == [("pg_current_wal_lsn", 3220)] and len(_rows(out)) == 1
+    assert _columns(_ok(c.query("SELECT x.l FROM current_setting('wal_level') AS x(l)"))) == [("l", 25)]
+    out = _ok(c.query("SELECT r.rolcanlogin, r.rolreplication, r.rolsuper, (SELECT count(*) FROM pg_auth_members m "
+                      "WHERE m.member = r.oid) AS groups FROM pg_roles r WHERE r.rolname = current_user"))
+    assert _rows(out) == [("t", "t", "t", "0")]
+    out = _ok(c.query("SELECT t.typname, e.values FROM pg_catalog.pg_type t LEFT JOIN (SELECT enumtypid AS id, "
+                      "array_agg(enumlabel ORDER BY enumsortorder) AS values FROM pg_catalog.pg_enum "
+                      "GROUP BY enumtypid) e ON t.oid = e.id WHERE t.oid = 23"))
+    assert _columns(out) == [("typname", 19), ("values", 1003)] and _rows(out) == [("int4", None)]
+
+
 def test_result_shapes_follow_the_persona_major() -> None:
     pub15 = _columns(_ok(_client(_state(15)).query("SELECT * FROM pg_publication_tables")))
     pub14 = _columns(_ok(_client(_state(14)).query("SELECT * FROM pg_publication_tables")))

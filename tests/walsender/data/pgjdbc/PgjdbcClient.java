@@ -53,6 +53,22 @@ public final class PgjdbcClient {
         return DriverManager.getConnection(url(host, port), props);
     }
 
+    /** The columns and the number of rows (values that differ between servers: LSNs). */
+    private static void shape(Connection c, String label, String sql) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            ResultSetMetaData md = rs.getMetaData();
+            StringBuilder head = new StringBuilder(label).append(" columns:");
+            for (int i = 1; i <= md.getColumnCount(); i++) {
+                head.append(' ').append(md.getColumnLabel(i)).append('/').append(md.getColumnTypeName(i));
+            }
+            int n = 0;
+            while (rs.next()) {
+                n++;
+            }
+            System.out.println(head + " rows: " + n);
+        }
+    }
+
     private static void rows(String label, ResultSet rs) throws SQLException {
         ResultSetMetaData md = rs.getMetaData();
         StringBuilder head = new StringBuilder(label).append(" columns:");
@@ -87,6 +103,19 @@ public final class PgjdbcClient {
         query(c, "slot-before", "SELECT slot_name, plugin, slot_type, active FROM pg_replication_slots "
                 + "WHERE slot_name = ? AND database = ? AND plugin = ?", slot, "postgres", "pgoutput");
         query(c, "publications", "SELECT COUNT(1) FROM pg_publication WHERE pubname = ?", "jdbc_pub");
+        // Debezium's PostgresConnection: the WAL position, the role's privileges, its
+        // TypeRegistry's type query (here for three types)
+        shape(c, "wal-position", "select * from pg_current_wal_lsn()");
+        query(c, "privileges", "SELECT r.rolcanlogin AS rolcanlogin, r.rolreplication AS rolreplication, "
+                + "CAST(array_position(ARRAY(SELECT b.rolname FROM pg_catalog.pg_auth_members m JOIN "
+                + "pg_catalog.pg_roles b ON (m.roleid = b.oid) WHERE m.member = r.oid), 'rds_superuser') AS BOOL) "
+                + "IS TRUE AS aws_superuser FROM pg_roles r WHERE r.rolname = current_user");
+        query(c, "type-registry", "SELECT t.oid AS oid, t.typname AS name, t.typelem AS element, "
+                + "t.typbasetype AS parentoid, t.typtypmod as modifiers, t.typcategory as category, "
+                + "e.values as enum_values FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n "
+                + "ON (t.typnamespace = n.oid) LEFT JOIN (SELECT t.enumtypid as id, array_agg(t.enumlabel "
+                + "ORDER BY t.enumsortorder) as values FROM pg_catalog.pg_enum t GROUP BY id) e ON (t.oid = e.id) "
+                + "WHERE n.nspname != 'pg_toast' AND t.oid IN (23, 1043, 1700) ORDER BY t.oid");
         query(c, "type-by-oid", "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname "
                 + "FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid "
                 + "WHERE t.oid = ?", 1700);
