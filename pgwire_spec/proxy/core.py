@@ -516,12 +516,25 @@ class ProxySession:
                 spool.add("B", buf[run:pos], now, count)
             run = -1
             frame = bytes(buf[pos:end])
-            self._record("B", frame, now)
             try:
                 msg = decode_message(frame, "backend")
             except DecodeError as err:
-                self._violate(self.index - 1, "B", err.rule, f"the server sent what cannot be read: {err}")
+                self._violate(self.index, "B", err.rule, f"the server sent what cannot be read: {err}")
                 msg = None
+            if isinstance(msg, AuthenticationSASL) and done <= pos and any(m.endswith("-PLUS") for m in msg.mechanisms):
+                # A server reached over TLS offers SCRAM-SHA-256-PLUS (channel binding to its
+                # TLS session). The client talks plain text to the proxy and cannot bind to
+                # that session; libpq refuses a -PLUS offer over a non-SSL connection
+                # (fe-auth.c, pg_SASL_init). The offer the client sees lists the others: it
+                # answers with gs2 flag 'n', which the server accepts (auth-scram.c,
+                # read_client_first_message).
+                msg = AuthenticationSASL(tuple(m for m in msg.mechanisms if not m.endswith("-PLUS")))
+                if pos > done:
+                    out.append(Forward("client", bytes(buf[done:pos])))
+                frame = encode_message(msg)
+                out.append(Forward("client", frame))
+                done = end
+            self._record("B", frame, now)
             if isinstance(msg, CopyBothResponse) and self._pending_start is not None:
                 self._start_stream(now)
             elif isinstance(msg, CopyDone) or (st is not None and isinstance(msg, ErrorResponse)):
