@@ -834,15 +834,23 @@ class _Params(visitors.Visitor):  # type: ignore[misc]
 
 class _ParamScan(visitors.Visitor):  # type: ignore[misc]
     """The ``$n`` of a statement: number -> the type OID of the cast it is the operand of
-    (``$1::int4``), or 0."""
+    (``$1::int4``), of the catalog column it is compared with (``slot_name = $1``: name,
+    as parse_oper.c resolves an unknown operand), or 0."""
 
-    def __init__(self) -> None:
+    def __init__(self, scope: _Scope) -> None:
         super().__init__()
+        self.scope = scope
         self.found: dict[int, int] = {}
 
     def visit_ParamRef(self, ancestors: Any, node: ast.ParamRef) -> Any:
         parent = ancestors.node
-        oid = _type_of_name(parent.typeName) if isinstance(parent, ast.TypeCast) else None
+        oid = None
+        if isinstance(parent, ast.TypeCast):
+            oid = _type_of_name(parent.typeName)
+        elif isinstance(parent, ast.A_Expr) and parent.kind.name == "AEXPR_OP":
+            other = parent.rexpr if parent.lexpr is node else parent.lexpr
+            if isinstance(other, ast.ColumnRef):
+                oid = self.scope.column(other.fields)
         if not self.found.get(node.number):
             self.found[node.number] = oid or 0
 
@@ -859,10 +867,14 @@ def parse_one(sql: str) -> Any:
     return parsed[0].stmt if parsed else None
 
 
-def parameter_types(stmt: Any, declared: Sequence[int]) -> tuple[int, ...]:
+def parameter_types(stmt: Any, declared: Sequence[int], major: int) -> tuple[int, ...]:
     """The type OID of each parameter of a parsed statement: the one Parse declared, else
-    the type it is cast to, else text (what a real server resolves an unknown to)."""
-    scan = _ParamScan()
+    the type it is cast to or the catalog column's it is compared with, else text (what a
+    real server resolves an unknown to)."""
+    scope = _Scope(major)
+    if isinstance(stmt, ast.SelectStmt):
+        scope.add_from(stmt.fromClause)
+    scan = _ParamScan(scope)
     if stmt is not None:
         scan(stmt)
     count = max([len(declared), *scan.found])

@@ -180,8 +180,8 @@ class _Extended:
         self._check_aborted(msg.sql)
         self._check_length(msg.sql)
         stmt = parse_one(msg.sql)
-        self.statements[msg.statement] = _Statement(msg.sql, parameter_types(stmt, msg.parameter_types),
-                                                    returns_rows(stmt), slot_function_called(stmt))
+        types = parameter_types(stmt, msg.parameter_types, self.server.persona.major)
+        self.statements[msg.statement] = _Statement(msg.sql, types, returns_rows(stmt), slot_function_called(stmt))
         self.send(ParseComplete())
 
     def _statement_named(self, name: str) -> _Statement:

@@ -87,6 +87,11 @@ BATCHES: list[list[Any]] = [
     [Parse("", "SELECT 1, 2"), Bind("", "", (), (), (1, 0, 1)), Sync()],
     [Parse("", "SELECT $1::int4"), Bind("", "", (1,), (b"\x00\x01",), ()), Sync()],
     [Parse("", "SELECT $1::int4"), Bind("", "", (0, 1), (b"1",), ()), Sync()],
+    # parameter types a real server infers: from a cast, from the catalog column compared
+    [Parse("", "SELECT slot_name FROM pg_replication_slots WHERE slot_name = $1 AND active = $2 AND $3::int8 > 0 "
+               "AND $4 = plugin"), Describe("S", ""), Sync()],
+    [Parse("", "SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = $1 OR c.relname = $2"),
+     Describe("S", ""), Sync()],
 ]
 
 
@@ -114,7 +119,9 @@ def _exchange(host: str, port: int, user: str, replication: bool) -> list[list[s
         for batch in BATCHES:
             sock.sendall(b"".join(encode_message(m) for m in batch))
             answers.append([f"E{m.code}" if isinstance(m, ErrorResponse) else
-                            f"DataRow{m.values}" if type(m).__name__ == "DataRow" else type(m).__name__
+                            f"DataRow{m.values}" if type(m).__name__ == "DataRow" else
+                            f"ParameterDescription{m.parameter_types}" if type(m).__name__ == "ParameterDescription"
+                            else type(m).__name__
                             for m in until_ready() if not isinstance(m, ParameterStatus)])
     return answers
 
@@ -132,3 +139,4 @@ def test_extended_protocol_answers_as_a_real_15(pg_server: Callable[..., Server]
         assert ours[9] == ["ParseComplete", "BindComplete", "DataRow(b'bool',)", "DataRow(b'int8',)",
                            "PortalSuspended", "DataRow(b'int4',)", "CommandComplete", "CommandComplete",
                            "ReadyForQuery"]
+        assert ours[-2][1] == "ParameterDescription(19, 16, 20, 19)" and ours[-1][1] == "ParameterDescription(26, 19)"
