@@ -2,8 +2,8 @@
 and against a real PostgreSQL 15 holding the same tables: the program in
 data/pgjdbc/PgjdbcClient.java reads the catalogs over the extended query protocol as a
 Debezium connector does on connect, creates a publication and a slot, streams one
-transaction through pgjdbc's replication API and acknowledges it; both servers must give
-it the same output. And the extended protocol's errors, message by message, on both."""
+transaction through pgjdbc's replication API and acknowledges it; both servers (15, and 18
+with the 18 persona) must give it the same output. And the extended protocol's errors, message by message, on both."""
 
 from __future__ import annotations
 
@@ -50,11 +50,12 @@ def _demo(command: list[str], host: str, port: int, user: str, *extra: str) -> l
     return proc.stdout.splitlines()
 
 
-def test_pgjdbc_demo_gives_the_same_output_on_the_fake_and_a_real_15(
-        pgjdbc_client: list[str], pg_server: Callable[..., Server], fake: Any) -> None:  # noqa: F811
-    server = fake(15)
+@pytest.mark.parametrize("major", [15, 18])
+def test_pgjdbc_demo_gives_the_same_output_on_the_fake_and_a_real_server(
+        pgjdbc_client: list[str], pg_server: Callable[..., Server], fake: Any, major: int) -> None:  # noqa: F811
+    server = fake(major)
     ours = _demo(pgjdbc_client, "127.0.0.1", server.port, "postgres")
-    real = _real(pg_server, 15)
+    real = _real(pg_server, major)
     # On the real server the program writes the scenario's transaction itself.
     theirs = _demo(pgjdbc_client, real.host, real.port, real.user, "--workload")
     assert ours == theirs
