@@ -387,11 +387,8 @@ class _Gen:
         else:
             e(indent, "cnt, = _U16.unpack_from(data, p)")
             e(indent, "p += 2")
-        if self.lazy_tuples:
-            self.dec_tuple_bounds(local, indent)
-            return
         if not self.trace:
-            self.dec_tuple_fast(local, indent)
+            self.dec_tuple_walk(local, indent)
             return
         e(indent, "vals = []")
         e(indent, "app = vals.append")
@@ -417,60 +414,48 @@ class _Gen:
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
         e(indent, f"{local} = tuple(vals)")
 
-    def dec_tuple_fast(self, local: str, indent: int) -> None:
-        """The fast path's TupleData: the values decoded in one walk.
+    def dec_tuple_walk(self, local: str, indent: int) -> None:
+        """The fast path's TupleData: every kind byte and length checked now; the values
+        decoded in the same walk, or (``lazy_tuples``) on first access (:class:`TupleValues`,
+        by :func:`_tuple_values`).
 
         Lengths are read unsigned and not compared with what is left: a length past the end
-        moves ``p`` past it, and the next kind byte (IndexError) or the end-of-message check
-        sends the payload to the tracing pass, which names the column. Every column moves
-        ``p`` on by at least one byte, so a count past the end costs at most len(data)
-        columns, and no allocation."""
+        (or a negative one) moves ``p`` past it, and the next kind byte (IndexError) or the
+        end-of-message check sends the payload to the tracing pass, which names the column.
+        No count check either: every column moves ``p`` on by at least one byte, so a count
+        past the end costs at most len(data) columns, allocating nothing."""
         e = self.emit
-        e(indent, "vals = []")
-        e(indent, "app = vals.append")
+        lazy = self.lazy_tuples
+        if lazy:
+            e(indent, "s = p")
+        else:
+            e(indent, "vals = []")
+            e(indent, "app = vals.append")
         e(indent, "for _ in range(cnt):")
         i2 = indent + 1
         e(i2, "k = data[p]")
-        e(i2, "if k == 116:")  # 't'
-        e(i2 + 1, "q = p + 5 + u32(data, p)[0]")
-        e(i2 + 1, "app(data[p + 5:q].decode())")
-        e(i2 + 1, "p = q")
-        e(i2, "elif k == 110:")  # 'n'
-        e(i2 + 1, "app(None)")
-        e(i2 + 1, "p += 1")
-        e(i2, "elif k == 117:")  # 'u'
-        e(i2 + 1, "app(UNCHANGED)")
-        e(i2 + 1, "p += 1")
-        e(i2, "elif k == 98 and binary_ok:")  # 'b'
-        e(i2 + 1, "q = p + 5 + u32(data, p)[0]")
-        e(i2 + 1, "app(data[p + 5:q])")
-        e(i2 + 1, "p = q")
+        # (condition on k, the value kept, or None for a length-prefixed one: text, binary)
+        kinds = [("k == 116", None, ".decode()"), ("k == 110", "None", ""), ("k == 117", "UNCHANGED", ""),
+                 ("k == 98 and binary_ok", None, "")]
+        if lazy:  # 'n' and 'u' alike: one byte, nothing kept
+            kinds[1:3] = [("k == 110 or k == 117", "", "")]
+        for n, (cond, value, text) in enumerate(kinds):
+            e(i2, f"{'if' if n == 0 else 'elif'} {cond}:")
+            if value is not None:
+                if value:
+                    e(i2 + 1, f"app({value})")
+                e(i2 + 1, "p += 1")
+            elif lazy:
+                e(i2 + 1, "p += 5 + u32(data, p)[0]")
+            else:
+                e(i2 + 1, "q = p + 5 + u32(data, p)[0]")
+                e(i2 + 1, f"app(data[p + 5:q]{text})")
+                e(i2 + 1, "p = q")
         e(i2, "else:")  # an unknown kind, or 'b' not negotiated: the tracing pass says which
         e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
-        e(indent, f"{local} = tuple(vals)")
-
-    def dec_tuple_bounds(self, local: str, indent: int) -> None:
-        """The fast path's TupleData: every kind byte and length checked now, the values
-        decoded on first access (:class:`TupleValues`, by :func:`_tuple_values`).
-
-        Lengths are read unsigned: a negative one moves ``p`` past the end, which the
-        end-of-message check (or the next read) turns into the tracing pass's precise error.
-        """
-        e = self.emit
-        # No count check: every column moves p on by at least one byte, so a count past
-        # the end runs into IndexError after at most len(data) columns, allocating nothing.
-        e(indent, "s = p")
-        e(indent, "for _ in range(cnt):")
-        i2 = indent + 1
-        e(i2, "k = data[p]")
-        e(i2, "if k == 116:")  # 't'
-        e(i2 + 1, "p += 5 + u32(data, p)[0]")
-        e(i2, "elif k == 110 or k == 117:")  # 'n', 'u'
-        e(i2 + 1, "p += 1")
-        e(i2, "elif k == 98 and binary_ok:")  # 'b'
-        e(i2 + 1, "p += 5 + u32(data, p)[0]")
-        e(i2, "else:")  # an unknown kind, or 'b' not negotiated: the tracing pass says which
-        e(i2 + 1, "raise Fail('unknown-tuple-kind', 'n, u, t or b', _byte(k))")
+        if not lazy:
+            e(indent, f"{local} = tuple(vals)")
+            return
         e(indent, f"{local} = _new(_TV)")
         # the values are read later: from bytes, never from a buffer the caller may reuse
         e(indent, f"{local}.raw = (data if type(data) is bytes else bytes(data), s, cnt)")
