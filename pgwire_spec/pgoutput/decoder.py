@@ -167,7 +167,9 @@ class PgOutputDecoder:
         #: Streamed transactions started and not yet committed, aborted or prepared.
         self.open_streams: set[int] = set()
         self._stream_xid: int | None = None
-        self._begin: m.Begin | m.BeginPrepare | None = None
+        #: The message that moved the decoder into its state: the Begin or Begin Prepare
+        #: that Commit and Prepare are checked against
+        self._opened_by: m.PgOutputMessage | None = None
         self._index = 0
         #: [rows left in this window, READS when it began, values decoded at once]
         self._window: list[Any] = [_WINDOW, READS[0], False]
@@ -211,10 +213,13 @@ class PgOutputDecoder:
         #: Relation messages already decoded, by their bytes (outside, inside a streamed block)
         self._relation_memo: tuple[dict[bytes, m.Relation], dict[bytes, m.Relation]] = ({}, {})
         decoders = {**_DECODERS, _RELATION: self._relation_decoder(_DECODERS[_RELATION])}
+        on_begin = self._on_begin
         for state, tag, nxt, byte, in_stream, stay in _TRANSITION_ROWS:
             handler = handlers[tag]
             table[state][tag] = (nxt, handler)
-            fast[state][byte] = (decoders[byte], in_stream, handler, stay)
+            # a Begin's check is what decode() does on a change of state: no call for it
+            fast[state][byte] = (decoders[byte], in_stream,
+                                 None if handler == on_begin and stay is not None else handler, stay)
         self.state = _state.IDLE
 
     def _relation_decoder(self, decode: Any) -> Any:
@@ -320,6 +325,7 @@ class PgOutputDecoder:
                 if nxt is not None:
                     self._state = nxt  # the state setter, inline
                     self._here = self._fast[nxt]
+                    self._opened_by = msg
                 return msg
         state = self._state
         entry = self._table[state].get(msg.tag)
@@ -390,7 +396,7 @@ class PgOutputDecoder:
         self.types.clear()
         self.open_streams.clear()
         self._stream_xid = None
-        self._begin = None
+        self._opened_by = None
         self._index = 0
         self.state = _state.IDLE
 
@@ -448,22 +454,22 @@ class PgOutputDecoder:
 
     # -- per-message checks (run before the state changes) ------------------------------------
     def _on_begin(self, msg: Any, index: int) -> None:
-        self._begin = msg
+        self._opened_by = msg
 
     def _on_commit(self, msg: Any, index: int) -> None:
         if msg.flags and self.strict:
             self._check_flags(msg, index)
-        begin = self._begin
+        begin = self._opened_by
         if type(begin) is _BEGIN and begin.final_lsn != msg.commit_lsn:
             self._violation(
                 "commit-lsn-mismatch", f"commit_lsn equal to Begin's final_lsn {begin.final_lsn}",
                 str(msg.commit_lsn), index, msg.tag, "Commit.commit_lsn",
             )
-        self._begin = None
+        self._opened_by = None
 
     def _on_prepare(self, msg: Any, index: int) -> None:
         self._check_flags(msg, index)
-        begin = self._begin
+        begin = self._opened_by
         if isinstance(begin, m.BeginPrepare) and (
             begin.prepare_lsn != msg.prepare_lsn or begin.gid != msg.gid or begin.xid != msg.xid
         ):
@@ -472,7 +478,7 @@ class PgOutputDecoder:
                 f"the Begin Prepare's prepare_lsn/xid/gid {begin.prepare_lsn}/{begin.xid}/{begin.gid!r}",
                 f"{msg.prepare_lsn}/{msg.xid}/{msg.gid!r}", index, msg.tag,
             )
-        self._begin = None
+        self._opened_by = None
 
     def _on_relation(self, msg: Any, index: int) -> None:
         # Relations are re-sent, identical or changed, after cache invalidations: replace.
