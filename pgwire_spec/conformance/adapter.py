@@ -32,10 +32,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import PgWireError
 from .profile import Profile, ProfileError
+
+if TYPE_CHECKING:
+    from .cases import Case
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -93,12 +96,22 @@ def profile_of(obj: Any, where: str) -> Profile | None:
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    """An adapter's answer to one case: the result entries, or why there are none."""
+    """An adapter's answer to one case: the result entries, or why there are none.
+
+    ``not_applicable``: the case cannot be put to this decoder at all (a client that passes
+    bytes through has nothing to reject; a stream's end cannot be sent down a session) —
+    neither a pass nor a failure. ``failure``: what the adapter itself found wrong (a client
+    that dropped, repeated or reordered a message), about payload ``index``, with what came
+    instead (``actual``)."""
 
     results: tuple[Mapping[str, Any], ...] = ()
     skip: str | None = None
     crash: str | None = None
     seconds: float = 0.0
+    not_applicable: str | None = None
+    failure: str | None = None
+    index: int | None = None
+    actual: Any = None
 
 
 class Adapter:
@@ -109,6 +122,9 @@ class Adapter:
     name: str = "adapter"
     version: str = ""
     profile: Profile | None = None
+    #: How many cases :meth:`run_batch` is given at once (a client fed through a session
+    #: answers many cases per start).
+    batch: int = 1
 
     def run(self, request: Mapping[str, Any]) -> CaseResult:
         """Run one case request (``{"id", "context", "payloads": [hex…]}``)."""
@@ -117,6 +133,10 @@ class Adapter:
     def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
         """Run one case given as bytes (an in-process adapter skips the hex round trip)."""
         return self.run({"id": case_id, "context": dict(context), "payloads": [p.hex() for p in payloads]})
+
+    def run_batch(self, cases: Sequence[Case]) -> list[CaseResult]:
+        """Run several cases (at most :attr:`batch`); one answer per case, in order."""
+        return [self.run_case(c.id, c.context, c.payloads) for c in cases]
 
     def close(self) -> None:
         """Release the decoder (stop its process)."""
@@ -193,6 +213,17 @@ class FunctionAdapter(Adapter):
             return CaseResult(crash=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
 
 
+def log_tail(log: IO[bytes], limit: int = 600) -> str:
+    """The last *limit* bytes of a process's log file, on one line."""
+    try:
+        log.seek(0, os.SEEK_END)
+        size = log.tell()
+        log.seek(max(0, size - limit))
+        return log.read().decode("utf-8", "replace").strip().replace("\n", " | ")
+    except (OSError, ValueError):
+        return ""
+
+
 def _raise_alarm(signum: int, frame: Any) -> None:
     raise _Alarm()
 
@@ -266,15 +297,7 @@ class SubprocessAdapter(Adapter):
             raise
 
     def _stderr_tail(self, limit: int = 600) -> str:
-        if self._log is None:
-            return ""
-        try:
-            self._log.seek(0, os.SEEK_END)
-            size = self._log.tell()
-            self._log.seek(max(0, size - limit))
-            return self._log.read().decode("utf-8", "replace").strip().replace("\n", " | ")
-        except (OSError, ValueError):
-            return ""
+        return "" if self._log is None else log_tail(self._log, limit)
 
     def _kill(self) -> None:
         proc = self._proc

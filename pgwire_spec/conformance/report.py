@@ -34,8 +34,10 @@ def summary_line(result: RunResult) -> str:
     """``N passed, N failed, N skipped`` (the terminal summary's last line), then ``, N not
     claimed`` when cases fell outside the claimed profile."""
     unclaimed = result.count("not claimed")
+    na = result.count("not applicable")
     return (f"{result.count('passed')} passed, {result.count('failed')} failed, "
-            f"{result.count('skipped')} skipped" + (f", {unclaimed} not claimed" if unclaimed else ""))
+            f"{result.count('skipped')} skipped" + (f", {na} not applicable" if na else "")
+            + (f", {unclaimed} not claimed" if unclaimed else ""))
 
 
 def profile_origin(result: RunResult) -> str:
@@ -100,13 +102,13 @@ def print_summary(result: RunResult, out: IO[str], *, verbose: bool = False) -> 
         out.write("skipped:\n")
         for reason, n in list(skips.items())[:_MAX_SHOWN]:
             out.write(f"  {n:6d} × {reason}\n")
-    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     for v in result.verdicts:
         row = by[(v.case.source, v.case.level)]
-        row[3 if not v.claimed else ("passed", "failed", "skipped").index(v.status)] += 1
-    for (source, level), (p, f, s, u) in sorted(by.items()):
+        row[3 if not v.claimed else ("passed", "failed", "skipped", "not claimed", "not applicable").index(v.status)] += 1
+    for (source, level), (p, f, s, u, na) in sorted(by.items()):
         out.write(f"  {source:<10} {level:<6} {p:6d} passed {f:6d} failed {s:6d} skipped"
-                  + (f" {u:6d} not claimed" if u else "") + "\n")
+                  + (f" {na:6d} not applicable" if na else "") + (f" {u:6d} not claimed" if u else "") + "\n")
     failed = claimed_failed
     if failed:
         out.write("failures:\n")
@@ -147,7 +149,7 @@ def matrix(result: RunResult) -> tuple[list[str], list[int], dict[tuple[str, int
     checks."""
     cells: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
     for v in result.verdicts:
-        if v.status == "skipped" or not v.claimed:
+        if v.status in ("skipped", "not applicable") or not v.claimed:
             continue
         for kind, pv, ok in v.checks:
             cell = cells[(kind, pv)]
@@ -192,7 +194,7 @@ def _verdict_json(v: Verdict) -> dict[str, Any]:
 def _groups(result: RunResult) -> dict[str, dict[str, int]]:
     """Cases per group (source and level) and status."""
     out: dict[str, dict[str, int]] = defaultdict(
-        lambda: {"passed": 0, "failed": 0, "skipped": 0, "not claimed": 0})
+        lambda: {"passed": 0, "failed": 0, "skipped": 0, "not claimed": 0, "not applicable": 0})
     for v in result.verdicts:
         out[f"{v.case.source}/{v.case.level}"][v.status if v.claimed else "not claimed"] += 1
     return dict(out)
@@ -205,7 +207,7 @@ def _skip_reasons(verdicts: list[Verdict], profile: Profile) -> dict[str, int]:
         if not v.claimed:
             needs = v.needs if v.needs is not None else v.case.needs
             reasons[f"not claimed: needs {', '.join(profile.missing(needs))}"] += 1
-        elif v.status == "skipped":
+        elif v.status in ("skipped", "not applicable"):
             reasons[_one_line(v.reason, 300)] += 1
     return dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
 
@@ -220,7 +222,7 @@ def index(result: RunResult) -> dict[str, Any]:
         "version": result.version,
         "strict": result.strict,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "summary": {s: result.count(s) for s in ("passed", "failed", "skipped", "not claimed")},
+        "summary": {s: result.count(s) for s in ("passed", "failed", "skipped", "not claimed", "not applicable")},
         "ok": result.ok,
         "profile": {"judged": result.profile.to_json(), "label": result.profile.label(),
                     "origin": profile_origin(result),
@@ -277,7 +279,7 @@ def _junit(result: RunResult) -> ET.Element:
         suite = ET.SubElement(
             suites, "testsuite", name=f"{result.decoder}.{source}", tests=str(len(verdicts)),
             failures=str(sum(v.status == "failed" and v.claimed for v in verdicts)),
-            skipped=str(sum(v.status == "skipped" or not v.claimed for v in verdicts)),
+            skipped=str(sum(v.status in ("skipped", "not applicable") or not v.claimed for v in verdicts)),
             time=f"{sum(v.seconds for v in verdicts):.3f}",
         )
         # failures one by one; passes and skips as one test case per level and reason, so

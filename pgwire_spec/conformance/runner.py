@@ -20,7 +20,7 @@ from .profile import Needs, Profile
 
 __all__ = ["Status", "Verdict", "RunResult", "judge", "run_cases", "first_difference"]
 
-Status = Literal["passed", "failed", "skipped", "not claimed"]
+Status = Literal["passed", "failed", "skipped", "not claimed", "not applicable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +72,10 @@ class RunResult:
 
     @property
     def must_failed(self) -> list[Verdict]:
-        """Claimed MUST cases that did not pass (failed, or skipped by the adapter)."""
-        return [v for v in self.verdicts if v.claimed and v.case.level == "MUST" and v.status != "passed"]
+        """Claimed MUST cases that did not pass (failed, or skipped by the adapter; a case
+        that cannot be put to the decoder at all is neither)."""
+        return [v for v in self.verdicts if v.claimed and v.case.level == "MUST"
+                and v.status not in ("passed", "not applicable")]
 
     @property
     def ok(self) -> bool:
@@ -127,7 +129,13 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False, claimed: bool
         return Verdict(case, "skipped", "SHOULD case (run with --strict)")
     if answer.skip is not None:
         return Verdict(case, "skipped", f"skipped by the decoder: {answer.skip}", seconds=answer.seconds)
+    if answer.not_applicable is not None:
+        return Verdict(case, "not applicable", f"not applicable: {answer.not_applicable}", seconds=answer.seconds)
     cells = case.checks
+    if answer.failure is not None:
+        i = answer.index
+        return Verdict(case, "failed", answer.failure, i, None if i is None else _expected_at(case, i), answer.actual,
+                       tuple((c.kind, pv, False) for c in cells), answer.seconds)
     if answer.crash is not None:
         return Verdict(case, "failed", f"adapter crashed: {answer.crash}", index=None,
                        expected=_expected_at(case, cells[0].index if cells else 0), actual=answer.crash,
@@ -219,22 +227,44 @@ def run_cases(
     result = RunResult(adapter.name, adapter.version, strict=strict, profile=claim, declared=declared,
                        run_all=run_all, profile_source="given" if profile else "declared" if declared else "default")
     t0 = time.perf_counter()
-    for n, case in enumerate(todo, 1):
+    verdicts: list[Verdict | None] = [None] * len(todo)
+    done = 0
+
+    def settle(n: int, verdict: Verdict) -> None:
+        nonlocal done
+        verdicts[n] = verdict
+        done += 1
+        if progress is not None:
+            progress(done, len(todo), verdict)
+
+    pending: list[tuple[int, Case, bool]] = []  # (position, case, claimed): run in batches
+
+    def flush() -> None:
+        answers = adapter.run_batch([c for _, c, _ in pending])
+        for (n, case, claimed), answer in zip(pending, answers, strict=True):
+            needs = case.needs
+            verdict = judge(case, answer, strict=strict, claimed=claimed, needs=needs)
+            if verdict.needs is not needs:  # a verdict other than a pass
+                verdict = _replace(verdict, claimed=claimed, needs=needs)
+            settle(n, verdict)
+        pending.clear()
+
+    size = max(1, adapter.batch)
+    for n, case in enumerate(todo):
         needs = case.needs
         missing = claim.missing(needs)
         if missing and not run_all:
-            verdict = Verdict(case, "not claimed", f"not claimed: needs {', '.join(missing)}",
-                              claimed=False, needs=needs)
+            settle(n, Verdict(case, "not claimed", f"not claimed: needs {', '.join(missing)}",
+                              claimed=False, needs=needs))
         elif case.level == "SHOULD" and not strict:
-            verdict = Verdict(case, "skipped", "SHOULD case (run with --strict)", claimed=not missing,
-                              needs=needs)
+            settle(n, Verdict(case, "skipped", "SHOULD case (run with --strict)", claimed=not missing,
+                              needs=needs))
         else:
-            verdict = judge(case, adapter.run_case(case.id, case.context, case.payloads), strict=strict,
-                            claimed=not missing, needs=needs)
-            if verdict.needs is not needs:  # a verdict other than a pass
-                verdict = _replace(verdict, claimed=not missing, needs=needs)
-        result.verdicts.append(verdict)
-        if progress is not None:
-            progress(n, len(todo), verdict)
+            pending.append((n, case, not missing))
+            if len(pending) >= size:
+                flush()
+    if pending:
+        flush()
+    result.verdicts.extend(v for v in verdicts if v is not None)
     result.seconds = time.perf_counter() - t0
     return result

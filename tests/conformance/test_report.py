@@ -55,7 +55,7 @@ def test_junit_index_and_html(tmp_path: Path) -> None:
     assert ">> #0 53" in (fail.text or "")  # the failing payload's hex, marked
     index = json.loads(paths["index"].read_text())
     assert index["summary"] == {"passed": result.count("passed"), "failed": result.count("failed"), "skipped": 0,
-                                "not claimed": 0}
+                                "not claimed": 0, "not applicable": 0}
     assert index["ok"] is False and index["decoder"] == "nostream"
     assert len(index["failures"]) == result.count("failed") and all("payloads" in f for f in index["failures"])
     assert sum(g["passed"] for g in index["groups"].values()) == result.count("passed")
