@@ -16,6 +16,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "(an in-process Python entry point)")
     which.add_argument("--adapter-cmd", metavar="CMD",
                        help="command of a subprocess adapter speaking the JSON-lines contract")
+    which.add_argument("--client", metavar="CMD",
+                       help="a replication client streamed the cases by the fake walsender: pg-logical-replication, "
+                            "a pg_recvlogical program, or a command printing JSON lines (--client-kind jsonl) with "
+                            "placeholders {dsn} {host} {port} {user} {password} {dbname} {slot} {publication} "
+                            "{proto_version} {options}")
+    p.add_argument("--client-kind", choices=("pgrecvlogical", "jsonl"),
+                   help="how --client reports: pgrecvlogical (its output file's bytes) or jsonl (one JSON line per "
+                        "decoded message); default: pgrecvlogical for a program named pg_recvlogical, else jsonl")
     p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
     p.add_argument("--strict", action="store_true", help="also run the SHOULD cases (and count them)")
     p.add_argument("--claim", metavar="PROFILE",
@@ -36,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="generated and malformed streams drawn per context (default: 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default: 0)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="per-case timeout (default: 10)")
+                   help="per-case timeout; with --client, per client run (plus 5 ms per message; default: 10)")
     p.add_argument("--no-cache", action="store_true",
                    help="draw the generated and malformed streams again instead of reading them from the cache "
                         "($PGWIRE_SPEC_CACHE or ~/.cache/pgwire-spec; keyed by seed, versions and sources)")
@@ -57,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         Profile,
         ProfileError,
         collect_cases,
+        open_client,
         open_command,
         open_decoder,
         print_summary,
@@ -79,10 +88,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"pgwire-spec conform: error: {exc}", file=sys.stderr)
             return 2
     # the decoder first: a wrong name or command fails before the cases are built
+    if args.client_kind and not args.client:
+        print("pgwire-spec conform: error: --client-kind goes with --client", file=sys.stderr)
+        return 2
     adapter = None
     if not args.list:
-        adapter = (open_decoder(args.decoder, args.timeout) if args.decoder
-                   else open_command(args.adapter_cmd, args.timeout))
+        if args.client:
+            adapter = open_client(args.client, args.client_kind, args.timeout)
+        elif args.decoder:
+            adapter = open_decoder(args.decoder, args.timeout)
+        else:
+            adapter = open_command(args.adapter_cmd, args.timeout)
     # ~100k cases of small dicts and tuples that live to the end: the cyclic collector would
     # walk them again and again while they are made (a quarter of the run); it is paused
     # while they are built, and they are frozen out of its view for the run itself

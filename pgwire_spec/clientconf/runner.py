@@ -49,20 +49,20 @@ class ClientResult:
         return not self.count("failed")
 
 
-def check_command(command: str) -> list[str]:
+def check_command(command: str | Sequence[str], placeholders: Sequence[str] = PLACEHOLDERS) -> list[str]:
     """The command's words (placeholders unfilled); a typed error for an unusable one."""
     try:
-        words = shlex.split(command)
+        words = shlex.split(command) if isinstance(command, str) else list(command)
     except ValueError as exc:
         raise ClientCommandError(f"expected a shell-like client command line, found {command!r} ({exc})") from None
     if not words:
         raise ClientCommandError("expected a client command line, found an empty one")
-    values = {k: "" for k in PLACEHOLDERS}
+    values = {k: "" for k in placeholders}
     for w in words:
         try:
             w.format(**values)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ClientCommandError(f"expected placeholders among {{{'}, {'.join(PLACEHOLDERS)}}} in the client "
+            raise ClientCommandError(f"expected placeholders among {{{'}, {'.join(placeholders)}}} in the client "
                                      f"command, found {w!r} ({exc!r})") from None
     return words
 

@@ -26,7 +26,7 @@ from .adapter import (
     SubprocessAdapter,
     serve,
 )
-from .adapters import DECODERS, open_command, open_decoder
+from .adapters import CLIENTS, DECODERS, open_client, open_command, open_decoder
 from .cases import Case, ExpectedError, collect_cases
 from .profile import Needs, Profile, ProfileError
 from .report import print_summary, summary_line, write_reports
@@ -42,7 +42,9 @@ __all__ = [
     "SubprocessAdapter",
     "serve",
     "DECODERS",
+    "CLIENTS",
     "open_decoder",
+    "open_client",
     "open_command",
     "Case",
     "Profile",

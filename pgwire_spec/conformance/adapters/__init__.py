@@ -8,6 +8,14 @@
     the npm package ``pg-logical-replication``: its pgoutput parser driven by a small Node
     script; the package is installed with ``npm install`` into a cache directory on first use.
 
+Clients streamed the cases through the fake walsender (``--client``, :mod:`.wire`):
+
+``pg-logical-replication``
+    the same npm package as a whole client (LogicalReplicationService and PgoutputPlugin:
+    connect, START_REPLICATION, parse, acknowledge), printing what it decoded as JSON lines;
+any other command
+    ``pg_recvlogical`` (the ``pgrecvlogical`` kind) or a program speaking the ``jsonl`` kind.
+
 ``--decoder module:function`` loads any in-process Python entry point
 (``decode_case(context, payloads) -> results``, see :mod:`..adapter`); its capability
 profile is the function's ``profile`` attribute, else the module's ``profile`` (a function
@@ -21,8 +29,9 @@ import sys
 from collections.abc import Callable
 
 from ..adapter import Adapter, AdapterError, FunctionAdapter, SubprocessAdapter, profile_of
+from ..profile import Profile
 
-__all__ = ["DECODERS", "open_decoder", "open_command"]
+__all__ = ["DECODERS", "CLIENTS", "open_decoder", "open_command", "open_client"]
 
 
 def _reference(timeout: float) -> Adapter:
@@ -48,6 +57,36 @@ DECODERS: dict[str, Callable[[float], Adapter]] = {
     "pypgoutput": _pypgoutput,
     "pg-logical-replication": _pg_logical_replication,
 }
+
+
+def _pg_logical_replication_client(timeout: float) -> Adapter:
+    from .pg_logical_replication import client_command
+    from .wire import WireAdapter
+
+    command, version, profile = client_command()
+    return WireAdapter(command, "jsonl", name="pg-logical-replication (client)", version=version, profile=profile,
+                       timeout=timeout)
+
+
+#: Named clients: name -> factory(timeout) -> Adapter.
+CLIENTS: dict[str, Callable[[float], Adapter]] = {
+    "pg-logical-replication": _pg_logical_replication_client,
+}
+
+
+def open_client(command: str, kind: str | None = None, timeout: float = 10.0,
+                profile: Profile | None = None) -> Adapter:
+    """The adapter of a client streamed the cases through the fake walsender: a named one
+    (:data:`CLIENTS`) or a command of *kind* (``pgrecvlogical`` or ``jsonl``; default: from
+    the program's name)."""
+    from .wire import WireAdapter
+
+    factory = CLIENTS.get(command)
+    if factory is not None and kind in (None, "jsonl"):
+        return factory(timeout)
+    if kind is not None and kind not in ("pgrecvlogical", "jsonl"):
+        raise AdapterError(f"client kind: expected pgrecvlogical or jsonl, found {kind!r}")
+    return WireAdapter(command, kind, timeout=timeout, profile=profile)  # type: ignore[arg-type]
 
 
 def open_decoder(name: str, timeout: float = 10.0) -> Adapter:
