@@ -405,6 +405,11 @@ class ServerState:
 
     # -- plans -----------------------------------------------------------------------------
     def plan(self, options: StreamOptions, start: int) -> Plan:
+        if self.scenario.raw is None:
+            # Every start at or before the history's first position gets the same plan
+            # (a slot created before the history began, or after it with its consistent
+            # point before it, as every slot here has).
+            start = max(start, self.scenario.server.start_lsn)
         key = (options, start)
         plan = self._plans.get(key)
         if plan is None:

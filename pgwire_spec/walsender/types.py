@@ -99,6 +99,20 @@ class ColumnType:
             return value if isinstance(value, str) else _generic_text(value)
         return fmt(value)
 
+    @property
+    def str_type(self) -> type:
+        """The Python type whose values' text form is ``str(value)`` for this column type
+        (int for the integer types, str for the string types; else NoneType, which no
+        value :meth:`text` is asked about has): a stream renders each row, the common
+        values take this short path."""
+        if self.element is None:
+            fmt = _TEXT.get(self.name)
+            if fmt is _int_text:
+                return int
+            if fmt is _str_text:
+                return str
+        return type(None)
+
     def binary(self, value: Any) -> bytes | None:
         """The value's binary (send function) form, or None when this module has no
         encoder for the type (the caller then falls back to text)."""
