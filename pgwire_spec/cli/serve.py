@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -159,6 +160,11 @@ async def _serve(scenario: object, args: argparse.Namespace) -> int:
                            transcript_file=args.transcript or None,
                            transcript_limit=args.transcript_limit if args.transcript else None)
     await server.start()
+    # The scenario and its compiled history live as long as the process: out of the cyclic
+    # collector's view, which would otherwise walk every row of them each time it runs a
+    # full collection (while a stream renders, a few times per stream). Whatever leaves it
+    # is still freed by its reference count.
+    gc.freeze()
     from ..control.fake import FakeTarget
 
     sc = server.scenario
