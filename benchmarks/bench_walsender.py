@@ -14,10 +14,13 @@ stream, CopyDone both ways).
   for each run a new slot is created, the rows are inserted (not timed), then streamed.
 - **fake**: a :class:`~pgwire_spec.walsender.FakeWalsender` serving the same rows as a
   scenario (trust auth, persona 15), running in its own process (``pgwire-spec serve``);
-  the slot's position is reset between runs with a fresh slot. Its first run also renders
-  and frames the scenario while streaming it (reported apart as "cold", beside the real
-  server's median); later runs stream the plan it keeps. Before the runs, a raw client
-  measures the time from START_REPLICATION to the first XLogData on a cold plan.
+  the slot's position is reset between runs with a fresh slot. Later runs stream the plan
+  it keeps from the first (warm). Before the runs, a raw client measures the time from
+  START_REPLICATION to the first XLogData on a cold plan.
+- **cold**: ``repeat`` rounds of a fresh ``pgwire-spec serve`` (the scenario loaded, not
+  timed) whose first stream is timed — it renders and frames the scenario while streaming
+  it —, each beside the real server's run in the same round (a new slot, the rows
+  inserted, then streamed: its first START_REPLICATION on that slot). Medians of each.
 
 Two sinks for pg_recvlogical's output: ``/dev/null`` (the client's own writes cost almost
 nothing, so the servers' speed shows) and a file (``-F 0``: no fsync; the client's two
@@ -84,6 +87,34 @@ def create_slot(binary: str, host: str, port: int, slot: str) -> None:
                     "--create-slot", "-P", "pgoutput"], check=True, capture_output=True, timeout=60)
 
 
+def real_run(c: Any, host: str, port: int, binary: str, slot: str, n_tx: int, rows: int, sink: str) -> float:
+    """A new slot, the rows inserted (not timed), then streamed to pg_recvlogical (timed)."""
+    c.execute("TRUNCATE items")  # not published (publish = 'insert')
+    c.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+    c.execute(f"CALL fill(0, {n_tx}, {rows})")
+    end = str(c.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+    dt = recvlogical(binary, host, port, slot, end, sink)
+    c.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+    return dt
+
+
+def start_fake(scenario: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(scenario), "--quiet"],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def fake_port_of(serve: subprocess.Popen[str]) -> int:
+    """The port of a started ``serve`` (its first line: listening on HOST:PORT …)."""
+    line = serve.stdout.readline() if serve.stdout else ""
+    return int(line.split()[2].rsplit(":", 1)[1])
+
+
+def stop_fake(serve: subprocess.Popen[str]) -> None:
+    if serve.poll() is None:
+        serve.terminate()
+        serve.wait(30)
+
+
 def first_xlogdata_latency(port: int, slot: str) -> float:
     """Seconds from sending START_REPLICATION (a new option set: proto_version 2, so the
     plan is cold) to receiving the first XLogData, on a raw socket."""
@@ -141,7 +172,6 @@ def main() -> int:
     results: dict[str, dict[str, list[float]]] = {
         "real": {"/dev/null": [], "file": []}, "fake": {"/dev/null": [], "file": []}}
     sizes: dict[str, int] = {}
-    cold: float | None = None
     scen_path = tmp / "bench.json"
     scen_path.write_text(json.dumps(scenario(n_tx, rows)))
 
@@ -149,11 +179,11 @@ def main() -> int:
     from pgwire_spec.walsender._history import compile_history
 
     fake_end = compile_history(Scenario.from_file(scen_path)).end_lsn
-    serve = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(scen_path), "--quiet"],
-                             stdout=subprocess.PIPE, text=True)
+    cold: dict[str, list[float]] = {"real": [], "fake": []}
+    loads: list[float] = []
+    serve = start_fake(scen_path)
     try:
-        line = serve.stdout.readline() if serve.stdout else ""
-        fake_port = int(line.split()[2].rsplit(":", 1)[1])
+        fake_port = fake_port_of(serve)
         first = first_xlogdata_latency(fake_port, "latency")
         with provider("system", 15) as pg, psycopg.connect(pg.dsn, autocommit=True) as c:
             c.execute("CREATE TABLE items (id int8 PRIMARY KEY, payload text, n int4)")
@@ -169,13 +199,7 @@ def main() -> int:
                 for sink_name in ("/dev/null", "file"):
                     sink = "/dev/null" if sink_name == "/dev/null" else str(tmp / "out.bin")
                     # real
-                    slot = f"r{run}"
-                    c.execute("TRUNCATE items")  # not published (publish = 'insert')
-                    c.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
-                    c.execute(f"CALL fill(0, {n_tx}, {rows})")
-                    end = str(c.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
-                    dt = recvlogical(binary, pg.host, pg.port, slot, end, sink)
-                    c.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+                    dt = real_run(c, pg.host, pg.port, binary, f"r{run}", n_tx, rows, sink)
                     if sink_name == "file":
                         sizes["real"] = os.path.getsize(sink)
                     if rep:
@@ -188,20 +212,27 @@ def main() -> int:
                         sizes["fake"] = os.path.getsize(sink)
                     if rep:
                         results["fake"][sink_name].append(dt)
-                    elif cold is None:
-                        cold = dt
                     run += 1
+            loads.append(os.getloadavg()[0])
+            stop_fake(serve)
+            for rep in range(args.repeat):
+                cold["real"].append(real_run(c, pg.host, pg.port, binary, f"cold{rep}", n_tx, rows, "/dev/null"))
+                serve = start_fake(scen_path)
+                port = fake_port_of(serve)
+                create_slot(binary, "127.0.0.1", port, "cold")
+                cold["fake"].append(recvlogical(binary, "127.0.0.1", port, "cold", format_lsn(fake_end), "/dev/null"))
+                stop_fake(serve)
+                loads.append(os.getloadavg()[0])
     finally:
-        serve.terminate()
-        serve.wait(30)
+        stop_fake(serve)
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"pg_recvlogical streaming {messages:,} pgoutput messages ({n_tx:,} transactions x {rows} inserts), "
           f"medians of {args.repeat} runs, {os.cpu_count()} CPUs")
     print(f"bytes written by pg_recvlogical: real {sizes.get('real', 0):,}, fake {sizes.get('fake', 0):,}")
     out: dict[str, Any] = {"messages": messages, "transactions": n_tx, "rows": rows, "repeat": args.repeat,
-                           "bytes": sizes, "cold_fake_seconds": cold, "first_xlogdata_seconds": first,
-                           "runs": results}
+                           "bytes": sizes, "cold_runs": cold, "first_xlogdata_seconds": first,
+                           "runs": results, "load_averages": loads}
     for sink_name in ("/dev/null", "file"):
         print(f"\nsink {sink_name}:")
         med = {}
@@ -213,11 +244,12 @@ def main() -> int:
         ratio = med["real"] / med["fake"]
         print(f"  fake / real: {ratio:.2f}x")
         out[f"ratio {sink_name}"] = ratio
-    if cold is not None:
-        real = statistics.median(results["real"]["/dev/null"])
-        print(f"\nfake, first run (renders and frames the scenario while streaming, /dev/null): {cold:.3f} s, "
-              f"fake / real: {real / cold:.2f}x")
-        out["ratio cold /dev/null"] = real / cold
+    real, fake = statistics.median(cold["real"]), statistics.median(cold["fake"])
+    print(f"\ncold, /dev/null (a fresh serve's first stream: renders and frames while streaming; beside the "
+          f"real server's run in the same round):\n  real  {real:7.3f} s\n  fake  {fake:7.3f} s\n"
+          f"  fake / real: {real / fake:.2f}x")
+    out["ratio cold /dev/null"] = real / fake
+    print(f"load average (1 min) during the runs: {min(loads):.1f}-{max(loads):.1f}")
     print(f"fake, first XLogData after START_REPLICATION on a cold plan: {first * 1000:.1f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
