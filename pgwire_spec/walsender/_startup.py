@@ -49,7 +49,9 @@ class _Startup:
             return
         if isinstance(msg, CancelRequest):
             for other in list(self.server.connections.values()):
-                if other.pid == msg.process_id and other.secret == msg.secret_key:
+                # Only a running command is cancelled: an idle backend forgets the signal
+                # before it reads its next command (postgres.c PostgresMain).
+                if other.pid == msg.process_id and other.secret == msg.secret_key and other.phase == "streaming":
                     other.cancel_requested = True
             self.close_action = Close()
             return
