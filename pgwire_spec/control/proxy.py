@@ -88,6 +88,8 @@ class ProxyTarget:
             return want  # type: ignore[return-value]
         spool = self.proxy._sessions[cid].spool
         assert spool is not None
+        if spool.closed:  # an old connection's (the proxy keeps the last ones)
+            return [{"connection": cid, "event": "no longer kept"} for _ in range(count)]
         front, back, at = self._readers.get(cid) or (FrontendReader(), BackendReader(), [0])
         if at[0] > start:
             front, back, at = FrontendReader(), BackendReader(), [0]

@@ -12,6 +12,7 @@ import ssl
 import struct
 import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,9 @@ BACKLOG = 32 << 20
 #: server must have been quiet for that (seconds).
 SLICE = 1 << 16
 IDLE = 0.005
+#: Ended connections whose recording stays readable (the control plane's transcript); an
+#: older one's spool is closed (one descriptor each).
+KEEP_ENDED = 64
 _SSL_REQUEST = struct.pack("!II", 8, 80877103)
 
 
@@ -96,6 +100,7 @@ class ReplicationProxy:
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writes: set[asyncio.Future[Path | None]] = set()
+        self._ended: deque[ProxySession] = deque()
         self._links: dict[int, tuple[asyncio.StreamWriter, asyncio.StreamWriter | None]] = {}
         self._wakes: dict[int, asyncio.Event] = {}
         #: the recorded messages in arrival order, run by run: [connection, first index, count]
@@ -229,9 +234,23 @@ class ReplicationProxy:
                     await asyncio.shield(write)  # a stop waits for it too
                 except OSError:
                     pass
-            elif not self.keep and session.spool is not None:
-                session.spool.close()
+            else:
+                self._release(session)
             self._tasks.discard(task)
+
+    def _release(self, session: ProxySession) -> None:
+        """The connection ended and its recording is written: its spool is closed, or kept
+        for the transcript among the last KEEP_ENDED."""
+        if session.spool is None:
+            return
+        if not self.keep:
+            session.spool.close()
+            return
+        self._ended.append(session)
+        while len(self._ended) > KEEP_ENDED:
+            old = self._ended.popleft().spool
+            if old is not None:
+                old.close()
 
     def _written(self, session: ProxySession, write: asyncio.Future[Path | None]) -> None:
         self._writes.discard(write)
@@ -239,8 +258,7 @@ class ReplicationProxy:
             path = write.result()
             if path is not None:
                 self.recorded.append(path)
-        if not self.keep and session.spool is not None:
-            session.spool.close()  # no transcript to serve: the recording is written
+        self._release(session)
 
     def _on_violation(self, v: Violation) -> None:
         pass

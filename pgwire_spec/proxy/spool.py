@@ -95,6 +95,10 @@ class Spool:
         finally:
             f.seek(here)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

@@ -159,9 +159,16 @@ def test_pg_recvlogical_through_the_proxy_resumes_after_a_disconnect_mid_transac
         assert second.returncode == 0, second.stderr
         assert ctl.faults()[0]["fired"] == 1
         assert ctl.violations() == []
+        # the transcript, paged from the proxy's spools: odd pages join up to one read
+        transcript = list(ctl.iter_transcript(page=37))
+        assert transcript == ctl.transcript(0, 10_000)[0] and len(transcript) < 10_000
         ctl.stop()
         assert info["process"].wait(30) == 0
     sessions = _sessions(rec)
+    for n, sf in zip((2, 3), sessions, strict=True):
+        mine = [e for e in transcript if e["connection"] == n]
+        assert [e["direction"] for e in mine] == [m.direction for m in sf.messages]
+        assert [e["message"]["type"] for e in mine] == [m.expected["type"] for m in sf.messages]
     assert len(sessions) == 2  # the two streaming connections (creating the slot streams nothing)
     payloads = [_payloads(sf) for sf in sessions]
     ids, cut = _committed_ids(payloads)
