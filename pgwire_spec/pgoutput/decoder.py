@@ -253,7 +253,8 @@ class PgOutputDecoder:
             win[0] = 1 << 62
             return
         eager = not win[2] and READS[0] - win[1] >= _WINDOW * 9 // 10
-        self._decode_rows_at_once(eager)
+        if eager != win[2]:
+            self._decode_rows_at_once(eager)
         win[:] = [_EAGER_SPAN if eager else _WINDOW, READS[0], eager]
 
     def _decode_rows_at_once(self, eager: bool) -> None:
