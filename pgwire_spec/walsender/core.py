@@ -726,6 +726,8 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         self._auth_message(msg)
 
     def _act_query(self, msg: Any, now: float) -> None:
+        if self.skip_till_sync:
+            return  # after an extended-protocol error every message up to Sync is ignored (postgres.c)
         # A simple Query destroys the unnamed prepared statement and portal (docs:
         # "Extended Query").
         self.statements.pop("", None)

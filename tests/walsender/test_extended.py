@@ -8,6 +8,8 @@ import struct
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pgwire_spec.walsender import Scenario, ServerState
 from pgwire_spec.walsender._extended import receive_binary
@@ -151,6 +153,15 @@ def test_errors_skip_to_sync_as_a_real_server() -> None:
     assert out[5].message == 'bind message supplies 1 parameters, but prepared statement "a" requires 2'
 
 
+def test_a_query_after_an_error_is_skipped_until_sync() -> None:
+    """As a real 15: every message up to Sync, a simple Query too."""
+    c = _client()
+    out = _run(c, Parse("", "SELEC"), Query("SELECT 1"), Sync(), Query("SELECT 2"))
+    assert _shape(out) == ["E42601", "ReadyForQuery", "RowDescription", "DataRow", "CommandComplete",
+                           "ReadyForQuery"]
+    assert out[3] == DataRow((b"2",))
+
+
 def test_an_error_in_a_transaction_block_fails_it() -> None:
     c = _client()
     out = _run(c, Query("BEGIN"), Parse("", "SELECT no_such FROM pg_class"), Bind("", ""), Execute(), Sync(),
@@ -201,3 +212,40 @@ def test_statement_effects_and_publication_ddl_over_the_extended_protocol() -> N
                            "ParseComplete", "BindComplete", "DataRow", "CommandComplete", "ReadyForQuery"]
     assert out[3] == CommandComplete("CREATE PUBLICATION")
     assert out[7] == DataRow((b"1",))
+
+
+# ------------------------------------------------------------------------------------------
+# Any sequence: typed answers, never an exception, ReadyForQuery at each Sync
+# ------------------------------------------------------------------------------------------
+
+_SQL = st.sampled_from([
+    "SELECT 1", "SELECT $1::int4", "SELECT $1, $2", "SELECT typname FROM pg_type WHERE oid = $1", "",
+    "SET extra_float_digits = 3", "BEGIN", "COMMIT", "ROLLBACK", "SELECT no_such FROM pg_class",
+    "CREATE PUBLICATION p FOR ALL TABLES", "DROP PUBLICATION IF EXISTS p", "SELECT 1; SELECT 2", "SELEC",
+    "SELECT * FROM pg_create_logical_replication_slot($1, 'pgoutput')",
+]) | st.text(max_size=20)
+_NAME = st.sampled_from(["", "a", "b"])
+_VALUE = st.none() | st.binary(max_size=9) | st.sampled_from([b"1", b"s1", b"\x00\x00\x00\x07"])
+_FORMATS = st.lists(st.sampled_from([0, 1, 2]), max_size=3).map(tuple)
+_MESSAGE = st.one_of(
+    st.builds(Parse, _NAME, _SQL, st.lists(st.sampled_from([0, 16, 20, 23, 25, 1043, 1186]), max_size=3).map(tuple)),
+    st.builds(Bind, _NAME, _NAME, _FORMATS, st.lists(_VALUE, max_size=3).map(tuple), _FORMATS),
+    st.builds(Describe, st.sampled_from("SP"), _NAME),
+    st.builds(Execute, _NAME, st.integers(-1, 3)),
+    st.builds(Close, st.sampled_from("SP"), _NAME),
+    st.just(Flush()), st.just(Sync()), st.just(Query("SELECT 1")),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_MESSAGE, max_size=12))
+def test_any_sequence_gets_typed_answers_and_ready_at_each_sync(messages: list[Any]) -> None:
+    c = _client()
+    out = _run(c, *messages, Sync())
+    assert c.closed is None and c.conn.phase == "ready"
+    assert isinstance(out[-1], ReadyForQuery)
+    # one per Sync, and one per Query not skipped after an error
+    syncs, queries = sum(isinstance(m, Sync) for m in messages) + 1, sum(isinstance(m, Query) for m in messages)
+    assert syncs <= sum(isinstance(m, ReadyForQuery) for m in out) <= syncs + queries
+    internal = [m for m in out if isinstance(m, ErrorResponse) and m.code == "XX000"]
+    assert not internal, internal

@@ -24,6 +24,7 @@ from pgwire_spec.wire import (
     Execute,
     ParameterStatus,
     Parse,
+    Query,
     ReadyForQuery,
     StartupMessage,
     Sync,
@@ -88,6 +89,7 @@ BATCHES: list[list[Any]] = [
     [Parse("", "SELECT 1, 2"), Bind("", "", (), (), (1, 0, 1)), Sync()],
     [Parse("", "SELECT $1::int4"), Bind("", "", (1,), (b"\x00\x01",), ()), Sync()],
     [Parse("", "SELECT $1::int4"), Bind("", "", (0, 1), (b"1",), ()), Sync()],
+    [Parse("", "SELEC"), Query("SELECT 1"), Sync()],  # a simple Query is skipped too
     # parameter types a real server infers: from a cast, from the catalog column compared
     [Parse("", "SELECT slot_name FROM pg_replication_slots WHERE slot_name = $1 AND active = $2 AND $3::int8 > 0 "
                "AND $4 = plugin"), Describe("S", ""), Sync()],
