@@ -14,7 +14,10 @@ Linear time: each token is one match of one compiled pattern (flex's longest mat
 before a number or an identifier, which it always outmatches), and an option list's
 well-formed items are read one pattern match each, with their comma
 (:attr:`Grammar.plugin_unit`, :attr:`Grammar.generic_unit`), so a command of megabytes costs
-what reading its characters costs.
+what reading its characters costs. The common regular shapes (every item spelled alike:
+``"name" 'value'``, ``name 'value'``, ``NAME word``, ``NAME 123``, ``NAME``) are read a
+whole run at a time: one match of :attr:`Grammar.plugin_fast` / :attr:`Grammar.generic_fast`
+for the run, then its parts cut out with ``str.split`` (no Python step per item).
 """
 
 from __future__ import annotations
@@ -39,9 +42,18 @@ _STRING_PAT = r"'[^'\x00]*+(?:''[^'\x00]*+)*+'"
 _QIDENT_DOUBLED = r'"[^"\x00]*+(?:""[^"\x00]*+)*+"'
 _QIDENT_PLAIN = r'"[^"\x00]*+"'
 
+#: a run's string values longer than this are read by the unit patterns (a character class
+#: walks a long text many times slower than str.find)
+_FAST_STRING = 1024
+
 _PLAIN_IDENT_RE = re.compile(r"[a-z_\u0080-\U0010FFFF][a-z_0-9$\u0080-\U0010FFFF]*")
 _FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _UNFOLD = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+#: A shape of option list items (``quoted-string``, ``word-string``, ``word-word``,
+#: ``word-uint``, ``word``), the pattern of a run of them and of one.
+FastShape = tuple[str, re.Pattern[str], re.Pattern[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +91,23 @@ class Grammar:
     #: START_REPLICATION's plugin options / generic options
     plugin_unit: re.Pattern[str]
     generic_unit: re.Pattern[str]
+    #: whole runs of items spelled alike, each with its comma: (shape, run, one item)
+    plugin_fast: tuple[FastShape, ...]
+    generic_fast: tuple[FastShape, ...]
 
     @property
     def major(self) -> int:
         return self.table.major
+
+    @property
+    def plugin_name_keywords(self) -> frozenset[str]:
+        """Words that cannot name a plugin option unquoted."""
+        return self.keywords
+
+    @property
+    def generic_name_keywords(self) -> frozenset[str]:
+        """Words that cannot name a generic option unquoted."""
+        return self.keywords - self.option_keywords
 
     @property
     def generic(self) -> bool:
@@ -114,6 +139,20 @@ def _compile(table: Major, doubled: bool) -> Grammar:
         return plugin, generic
 
     plugin, generic = units()
+    # Runs of one shape (str.split cuts their parts, so a quoted text holds neither quote,
+    # a word is ASCII; anything else is the unit patterns'), each item with its comma.
+    word, sep = "[A-Za-z_][A-Za-z_0-9$]*+", f"{ws},{ws}"
+    string = f"'[^'\\x00]{{0,{_FAST_STRING}}}+'"
+    # at most 9 digits: always a 32-bit number (longer ones, zeros first, the unit reader's)
+    values = {"string": string, "word": word, "uint": "[0-9]{1,9}+"}
+    plugin_fast = (
+        ("quoted-string", f'"[^"\'\\x00]++"{ws}{string}{sep}'),
+        ("word-string", f"{word}{ws}{string}{sep}"),
+    )
+    generic_fast = (
+        *((f"word-{kind}", f"{word}{ws}{value}{sep}") for kind, value in values.items()),
+        ("word", f"{word}{sep}"),
+    )
     return Grammar(
         table=table,
         keywords=table.keywords,
@@ -123,6 +162,8 @@ def _compile(table: Major, doubled: bool) -> Grammar:
         token=token,
         plugin_unit=re.compile(plugin),
         generic_unit=re.compile(generic),
+        plugin_fast=tuple((shape, re.compile(f"(?:{unit})*+"), re.compile(unit)) for shape, unit in plugin_fast),
+        generic_fast=tuple((shape, re.compile(f"(?:{unit})*+"), re.compile(unit)) for shape, unit in generic_fast),
     )
 
 

@@ -9,9 +9,9 @@ text was spelled (a :class:`FormatStyle`) on the command.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import CommandSyntaxError
 from ._ast import (
@@ -43,6 +43,7 @@ from ._lexer import (
     _STRING,
     _UINT,
     _UNFOLD,
+    FastShape,
     Grammar,
     _Token,
     describe,
@@ -56,6 +57,8 @@ from ._lexer import (
 #: whether the last of them is the list's last (a ')' follows, no comma).
 _Run = tuple[list[tuple[str, object]], str | None, int, bool]
 _BOOLEAN_WORDS: dict[str, OptionValue] = {"true": True, "false": False}
+#: Items of any spelling read between two runs of one shape (then a run is tried again).
+_UNITS_BETWEEN_RUNS = 16
 
 
 class _Parser:
@@ -198,6 +201,101 @@ class _Parser:
 
     def plugin_run(self, start: int) -> _Run:
         """START_REPLICATION's plugin options from *start*, as many whole units as there are."""
+        return self.run(start, self.g.plugin_fast, self.plugin_units)
+
+    def generic_run(self, start: int) -> _Run:
+        """Generic options (``name [value]``) from *start*, as many whole units as there are."""
+        return self.run(start, self.g.generic_fast, self.generic_units)
+
+    def run(
+        self, start: int, shapes: tuple[FastShape, ...], units: Callable[[int, int], _Run],
+    ) -> _Run:
+        """Runs of items spelled alike (:meth:`fast_run`), between them at most a few items
+        of any spelling (*units*), until neither reads more."""
+        out: list[tuple[str, object]] = []
+        first_sep: str | None = None
+        end, last = start, False
+        while not last:
+            fast = self.fast_run(end, shapes)
+            if fast is not None:
+                run, run_sep, end = fast
+                out.extend(run)
+                first_sep = run_sep if first_sep is None else first_sep
+                continue
+            got, sep, end, last = units(end, _UNITS_BETWEEN_RUNS)
+            if not got:
+                break
+            out.extend(got)
+            first_sep = sep if first_sep is None else first_sep
+        return out, first_sep, end, last
+
+    def fast_run(
+        self, start: int, shapes: tuple[FastShape, ...],
+    ) -> tuple[Iterable[tuple[str, object]], str, int] | None:
+        """The longest run of items of one shape from *start*, each with its comma, read
+        with one match and ``str.split`` (the lexer's ``*_fast`` patterns), up to a keyword
+        (which only the token parser reports right); None when no shape reads a run."""
+        text, g = self.text, self.g
+        ws, plugin = g.table.whitespace, shapes is g.plugin_fast
+        for shape, pattern, unit in shapes:
+            end = pattern.match(text, start).end()  # type: ignore[union-attr]  # (…)*+ always matches
+            if end - start < 8:  # nothing, or one short item: the unit reader is as quick
+                continue
+            run = text[start:end]
+            if shape.endswith("string"):
+                parts = run.split("'")
+                values: list[Any] = parts[1::2]
+                words = "".join(parts[0::2])
+                after_first = parts[2]
+                names = words.split('"')[1::2] if shape == "quoted-string" else words.replace(",", " ").split()
+            else:
+                tokens = run.replace(",", " ").split()
+                names, values = (tokens, [None] * len(tokens)) if shape == "word" else (tokens[0::2], tokens[1::2])
+                after_first = run[len(run[:run.index(",")].rstrip(ws)):]
+            sep = after_first[:len(after_first) - len(after_first.lstrip(ws + ","))]
+            if shape != "quoted-string":
+                # a keyword where a name or a value goes ends the run before its item
+                reserved = g.plugin_name_keywords if plugin else g.generic_name_keywords
+                stops = [names.index(w) for w in reserved.intersection(names)]
+                if shape == "word-word":
+                    stops.extend(values.index(w) for w in g.keywords.intersection(values))
+                if stops:
+                    count = min(stops)
+                    if count == 0:
+                        continue
+                    names, values = names[:count], values[:count]
+                    for _, item in zip(range(count), unit.finditer(text, start)):
+                        end = item.end()
+                if plugin:
+                    self.style["quote_option_names"] = False
+                else:
+                    self.lowercase_style(names)
+                names = " ".join(names).translate(_FOLD).split(" ")
+            if max(map(len, names)) >= 16:
+                names = [truncate_identifier(name) for name in names]
+            if shape == "word-word":
+                values = " ".join(values).translate(_FOLD).split(" ")
+                if max(map(len, values)) >= 16:
+                    values = [truncate_identifier(value) for value in values]
+                values = list(map(_BOOLEAN_WORDS.get, values, values))
+            elif shape == "word-uint":
+                values = list(map(int, values))
+            return zip(names, values), sep, end
+        return None
+
+    def lowercase_style(self, names: list[str]) -> None:
+        """The first generic option name with ASCII letters tells whether names are written
+        in lower case (READ_REPLICATION_SLOT is always lower)."""
+        if "lowercase_option_names" in self.style:
+            return
+        for raw in names:
+            name = raw.translate(_FOLD)
+            if name != raw.translate(_UNFOLD) and name != "read_replication_slot":
+                self.style["lowercase_option_names"] = raw.translate(_UNFOLD) != raw
+                return
+
+    def plugin_units(self, start: int, limit: int) -> _Run:
+        """Plugin options from *start*, at most *limit* whole units, one match each."""
         g, text = self.g, self.text
         out: list[tuple[str, object]] = []
         append = out.append
@@ -206,7 +304,7 @@ class _Parser:
         first_sep: str | None = None
         last = False
         match, end = g.plugin_unit.match, start
-        while not last:
+        while not last and len(out) < limit:
             # one anchored match a unit (a search could look past the items)
             unit = match(text, end)
             if unit is None:
@@ -232,15 +330,15 @@ class _Parser:
             self.style["quote_option_names"] = bool(self.style.get("quote_option_names", True)) and quoted_all
         return out, first_sep, end, last
 
-    def generic_run(self, start: int) -> _Run:
-        """Generic options (``name [value]``) from *start*, as many whole units as there are."""
+    def generic_units(self, start: int, limit: int) -> _Run:
+        """Generic options from *start*, at most *limit* whole units, one match each."""
         g, text = self.g, self.text
         out: list[tuple[str, object]] = []
         keywords, doubled, style = g.keywords, g.doubled_quote, self.style
         first_sep: str | None = None
         last = False
         match, end = g.generic_unit.match, start
-        while not last:
+        while not last and len(out) < limit:
             unit = match(text, end)
             if unit is None:
                 break

@@ -85,6 +85,45 @@ def test_runs_read_what_the_token_parser_reads(head: str, options: str, major: i
     assert fast == slow, text
 
 
+# Items spelled alike (what a run reads with one match), a few spelled otherwise among them.
+REGULAR_ITEMS = st.sampled_from([
+    "\"opt\" 'v'", "\"o p\"  ''", "opt 'v'", "Opt\t'it'", "LABEL 'l'", "WAIT false", "x TRUE", "MAX_RATE 32",
+    "n 007", "n 1234567890", "PROGRESS", "two_phase", "TWO_PHASE", "a WAIT", "WAIT", "READ_REPLICATION_SLOT",
+    "read_replication_slot 'x'", "y" * 20 + " 'v'", '"' + "z" * 20 + "\" 'v'", "b " + "w" * 70, "c '" + "v" * 1100 + "'",
+    "_1 'v'", "é 'v'", "\"q\"\"q\" 'v'", "q 'it''s'",
+])
+
+
+@st.composite
+def long_option_lists(draw: st.DrawFn) -> str:
+    items = draw(st.lists(REGULAR_ITEMS, min_size=1, max_size=40))
+    if draw(st.integers(0, 3)):  # mostly one shape repeated, as a client writes a list
+        items = [items[0]] * len(items) + items[1:3]
+    seps = [draw(WS) + "," + draw(WS) for _ in items]
+    return "(" + draw(WS) + "".join(i + s for i, s in zip(items, seps, strict=True))[:-1] + draw(WS) + ")"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(HEADS), long_option_lists(), st.sampled_from(MAJORS), st.sampled_from([None, 0]))
+@example("START_REPLICATION SLOT s LOGICAL 0/0 ", "(" + "\"opt\" 'v', " * 30 + "a 'b')", 18, None)
+@example("BASE_BACKUP ", "(" + "LABEL 'l', " * 30 + "WAIT 1, " * 20 + "x WAIT, y)", 18, None)
+@example("CREATE_REPLICATION_SLOT s LOGICAL pgoutput ", "(" + "x TRUE, " * 10 + "y)", 18, None)
+@example("BASE_BACKUP ", "(" + "label 'l', " * 10 + "WAIT)", 18, None)
+@example("BASE_BACKUP ", "(" + "a b, " * 10 + "c WAIT, " + "a b, " * 10 + "y)", 18, None)
+@example("BASE_BACKUP ", "(" + "MAX_RATE 32, " * 10 + "n 007, " * 3 + "m 1234567890, " * 3 + "y)", 18, None)
+@example("BASE_BACKUP ", "(" + "label 'l', " * 10 + "WAIT, " * 10 + "y" * 70 + " " + "w" * 70 + ", x)", 17, None)
+@example("START_REPLICATION SLOT s LOGICAL 0/0 ", "(" + "opt 'v', " * 10 + '"a" \'b\')', 15, None)
+@example("START_REPLICATION SLOT s LOGICAL 0/0 ", "(" + '"' + "z" * 70 + "\" 'v', " * 10 + "a 'b')", 18, None)
+def test_runs_of_one_shape_read_what_the_token_parser_reads(
+    head: str, options: str, major: int, minor: int | None,
+) -> None:
+    text = head + options
+    fast = _outcome(text, major, minor)
+    with tokens_only():
+        slow = _outcome(text, major, minor)
+    assert fast == slow, text
+
+
 def _plugin_options(size: int) -> str:
     head, item = "START_REPLICATION SLOT \"s\" LOGICAL 0/0 (", "\"opt\" 'value', "
     return head + item * ((size - len(head)) // len(item)) + "\"x\" 'y')"
@@ -98,6 +137,11 @@ def _generic_options(size: int) -> str:
 def _rejected_at_the_end(size: int) -> str:
     head, item = "START_REPLICATION SLOT s LOGICAL 0/0 (", "a 'b', "
     return head + item * ((size - len(head)) // len(item)) + "a 'b' b)"
+
+
+def _keyword_at_the_end(size: int) -> str:
+    head, item = "BASE_BACKUP (", "a b, "
+    return head + item * ((size - len(head)) // len(item)) + "c WAIT)"
 
 
 def _long_identifier(size: int) -> str:
@@ -121,7 +165,8 @@ def _cost(text: str) -> tuple[float, object]:
     return best, outcome
 
 
-@pytest.mark.parametrize("make", [_plugin_options, _generic_options, _rejected_at_the_end, _long_identifier,
+@pytest.mark.parametrize("make", [_plugin_options, _generic_options, _rejected_at_the_end, _keyword_at_the_end,
+                                  _long_identifier,
                                   _unterminated_string])
 def test_a_command_costs_linear_time_in_its_length(make: Callable[[int], str]) -> None:
     (small, _), (large, outcome) = _cost(make(1_000_000)), _cost(make(10_000_000))
