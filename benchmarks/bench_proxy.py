@@ -15,7 +15,8 @@ the floor of every proxy), through the proxy forwarding only (``--no-validate``:
 proxy forwards a running stream first and checks it after, in slices while the stream leaves
 it idle: so each proxied run is followed by a wait until the proxy is done with it (its
 CPU time stops growing, and for ``--record`` the fixture is written), and the proxy's CPU
-seconds for the run are reported beside the client's wall time. Medians are reported, with
+seconds for the run (its fixture writer's included) are reported beside the client's
+wall time. Medians are reported, with
 messages/s and the proxy's overhead against direct (goal: at most 10%).
 The server: PostgreSQL ``--major`` from the npm provider (16 by default), or Debian's 15
 with ``--major 15`` when installed.
@@ -68,9 +69,10 @@ def start_proxy(upstream: str, folder: Path, *extra: str) -> tuple[subprocess.Po
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process *pid* (proc(5): fields 14 and 15 of /proc/PID/stat)."""
+    """User + system CPU time of process *pid* and its ended children (the recorder's
+    fixture writers): proc(5), fields 14 to 17 of /proc/PID/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def settle(pid: int, done: Any = None, timeout: float = 120) -> None:
@@ -78,9 +80,12 @@ def settle(pid: int, done: Any = None, timeout: float = 120) -> None:
     deferred checks and its recording."""
     deadline = time.monotonic() + timeout
     last = -1.0
+    quiet = 0
     while time.monotonic() < deadline:
         now = cpu_seconds(pid)
-        if now == last and (done is None or done()):
+        # done, and then no CPU for two samples (a fixture writer has exited and been reaped)
+        quiet = quiet + 1 if now == last and (done is None or done()) else 0
+        if quiet >= 2:
             return
         last = now
         time.sleep(0.2)

@@ -6,10 +6,13 @@ are written one at a time: memory stays bounded whatever the session's length.""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as _dt
 import gzip
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,8 +35,9 @@ from ..pgoutput.decoder import PgOutputDecoder
 from ..replication.messages import XLogData, decode_copy_data
 from ..wire import BackendReader, CopyBothResponse, CopyData, CopyDone, FrontendReader, WireMessage
 from .core import ProxySession, decoder_context
+from .spool import Spool
 
-__all__ = ["session_fixture", "write_session"]
+__all__ = ["session_fixture", "write_session", "write_session_apart"]
 
 
 def _header(session: ProxySession) -> SessionFile | None:
@@ -56,15 +60,14 @@ def _header(session: ProxySession) -> SessionFile | None:
     )
 
 
-def _messages(session: ProxySession, sf: SessionFile) -> Iterator[SessionMessage]:
-    assert session.spool is not None
+def _messages(spool: Spool, sf: SessionFile) -> Iterator[SessionMessage]:
     front, back = FrontendReader(), BackendReader()
     decoder = PgOutputDecoder(**sf.context, strict=False)
     flagger = Flagger(sf.context)
     prev: WireMessage | None = None
     server_done = False
     streaming = False
-    for index, direction, _time, data in session.spool.read():
+    for index, direction, _time, data in spool.read():
         reader = front if direction == "F" else back
         reader.feed(data)
         msg = reader.next_event()
@@ -108,7 +111,8 @@ def session_fixture(session: ProxySession) -> SessionFile | None:
     sf = _header(session)
     if sf is None:
         return None
-    msgs = tuple(_messages(session, sf))
+    assert session.spool is not None
+    msgs = tuple(_messages(session.spool, sf))
     return dataclasses.replace(_noted(sf, {f for m in msgs for f in m.flags}, len(msgs)), messages=msgs)
 
 
@@ -121,12 +125,57 @@ def write_session(session: ProxySession, folder: Path) -> Path | None:
     sf = _header(session)
     if sf is None:
         return None
+    assert session.spool is not None
+    return _write(sf, session.spool, folder)
+
+
+async def write_session_apart(session: ProxySession, folder: Path) -> Path | None:
+    """:func:`write_session` in a child process at a lower CPU priority (nice 10): a long
+    session's fixture takes seconds of CPU to render, which would otherwise hold this
+    process's interpreter (the other connections' forwarding) and compete with the
+    server and clients. The child reads the spool through its own descriptor
+    (``/proc/self/fd``: a fresh file offset); where there is no such thing, a thread."""
+    sf = _header(session)
+    if sf is None:
+        return None
+    spool = session.spool
+    assert spool is not None
+    if not Path("/proc/self/fd").is_dir():
+        return await asyncio.to_thread(_write, sf, spool, folder)
+    spool.file.flush()
+    fd = spool.file.fileno()
+    head = {k: v for k, v in dataclasses.asdict(sf).items() if k not in ("messages", "path")}
+    job = json.dumps({"header": head, "fd": fd, "size": spool.size, "count": spool.count, "folder": str(folder)})
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pgwire_spec.proxy.record", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), env=env)
+    out, err = await proc.communicate(job.encode())
+    if proc.returncode != 0:
+        raise OSError(f"writing {sf.option_set}'s fixture failed: {err.decode(errors='replace').strip()[-500:]}")
+    return Path(out.decode().strip())
+
+
+def _child() -> int:
+    """``python -m pgwire_spec.proxy.record`` (see :func:`write_session_apart`): the job as
+    JSON on stdin, the fixture's path on stdout."""
+    job = json.load(sys.stdin)
+    os.nice(10)
+    with open(f"/proc/self/fd/{int(job['fd'])}", "rb") as file:
+        spool = Spool(file)
+        spool.size, spool.count = int(job["size"]), int(job["count"])
+        print(_write(SessionFile(**job["header"], messages=()), spool, Path(job["folder"])))
+    return 0
+
+
+def _write(sf: SessionFile, spool: Spool, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"pg{sf.major}-session-{sf.option_set}.json.gz"
     used: set[str] = set()
     count = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=folder) as lines:
-        for m in _messages(session, sf):
+        for m in _messages(spool, sf):
             lines.write((",\n" if count else "") + render_session_message(m))
             used.update(m.flags)
             count += 1
@@ -147,3 +196,7 @@ def write_session(session: ProxySession, folder: Path) -> Path | None:
         f"replay: {{session: {path.name}}}   # relative to this file\n"
         "auth: {method: trust}\n")
     return path
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child())

@@ -22,7 +22,7 @@ from ..walsender.faults import Fault
 from ..walsender.server import conninfo_value, reset_connection
 from ..wire import ErrorResponse, encode_message
 from .core import Close, Forward, Pause, ProxySession, ProxyState, Violation
-from .record import write_session
+from .record import write_session_apart
 
 __all__ = ["ReplicationProxy", "ProxyError", "parse_upstream"]
 
@@ -226,8 +226,8 @@ class ReplicationProxy:
                 if not w.is_closing():
                     w.transport.abort()
             if self.record_dir is not None:
-                # off the event loop: a long session takes a while to render
-                write = asyncio.ensure_future(asyncio.to_thread(write_session, session, self.record_dir))
+                # off the event loop and this process: a long session takes a while to render
+                write = asyncio.ensure_future(write_session_apart(session, self.record_dir))
                 self._writes.add(write)
                 write.add_done_callback(lambda f: self._written(session, f))
                 try:

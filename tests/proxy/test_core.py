@@ -227,3 +227,21 @@ def test_the_spool_reads_back_from_any_message(monkeypatch: pytest.MonkeyPatch) 
     assert [x for *_, x in every[1:]] == copies
     for start in range(20):
         assert list(sp.read(start, 3)) == every[start:start + 3]
+
+
+def test_a_fixture_written_by_the_child_process_is_the_one_written_here(tmp_path: Any) -> None:
+    """The shell renders a recording in a child process (lower priority, its own reading
+    of the spool): same bytes as in process, and the parent's spool still reads whole."""
+    import asyncio
+    import tempfile
+
+    from pgwire_spec.proxy.record import write_session, write_session_apart
+
+    msgs = _messages()
+    state = ProxyState(spool_file=lambda _id: tempfile.TemporaryFile())
+    s, _ = _play(state, msgs)
+    here = write_session(s, tmp_path / "here")
+    apart = asyncio.run(write_session_apart(s, tmp_path / "apart"))
+    assert here is not None and apart is not None and here.name == apart.name
+    assert here.read_bytes() == apart.read_bytes()
+    assert s.spool is not None and [raw for *_, raw in s.spool.read()] == [r for _, r in msgs]
