@@ -120,8 +120,15 @@ class Major:
     #: Tar archives end with two zero blocks (15+; pg_basebackup's
     #: MINIMUM_VERSION_FOR_TERMINATED_TARFILE).
     terminated_tar: bool
-    #: pg_promote() exists (12+): a standby can be promoted from SQL.
+    #: pg_promote() exists (12+): a standby can be promoted from SQL; from 12 too a standby
+    #: is asked for by ``standby.signal`` (before, ``recovery.conf`` with standby_mode).
     promote_function: bool
+    #: backup_label names the START TIMELINE (11+; xlog.c do_pg_start_backup).
+    backup_label_timeline: bool
+    #: initdb --wal-segsize (11+; before, the WAL segment size is fixed at build time).
+    initdb_wal_segsize: bool
+    #: The setting that keeps WAL for standbys: wal_keep_segments (10-12), wal_keep_size (13+).
+    wal_keep_setting: str
     #: pg_create_logical_replication_slot's arguments at most: name, plugin, temporary;
     #: twophase (14+); failover (17+).
     create_slot_function_args: int
@@ -177,6 +184,11 @@ class Major:
     def first_with(self, field: str, member: str) -> int | None:
         """The first major of the table whose *field* holds *member* (for error messages)."""
         return min((m for m, e in MAJORS.items() if member in getattr(e, field)), default=None)
+
+    @property
+    def incremental_backup(self) -> bool:
+        """BASE_BACKUP (INCREMENTAL) after UPLOAD_MANIFEST (17+)."""
+        return "incremental" in self.backup_options
 
     @property
     def reports_search_path(self) -> bool:
@@ -243,21 +255,27 @@ _10 = Major(
     backup_copy_protocol=False,
     terminated_tar=False,
     promote_function=False,
+    backup_label_timeline=False,
+    initdb_wal_segsize=False,
+    wal_keep_setting="wal_keep_segments",
     create_slot_function_args=3,
     publication_filters=False,
     publication_tables_attnames=False,
     publication_tables_variadic=False,
     publication_options=frozenset({"publish"}),
 )
-# 11: pgoutput's Truncate; BASE_BACKUP NOVERIFY_CHECKSUMS.
-_11 = _10.next(11, truncate=True, add={"keywords": ["NOVERIFY_CHECKSUMS"], "backup_options": ["noverify_checksums"]})
+# 11: pgoutput's Truncate; BASE_BACKUP NOVERIFY_CHECKSUMS; START TIMELINE in backup_label;
+# initdb --wal-segsize.
+_11 = _10.next(11, truncate=True, backup_label_timeline=True, initdb_wal_segsize=True, add={"keywords": ["NOVERIFY_CHECKSUMS"], "backup_options": ["noverify_checksums"]})
 # 12: pg_promote().
 _12 = _11.next(12, promote_function=True)
-# 13: backup manifests; publish_via_partition_root; max_slot_wal_keep_size invalidates slots.
+# 13: backup manifests; publish_via_partition_root; max_slot_wal_keep_size invalidates slots;
+# wal_keep_size.
 _13 = _12.next(13, backup_manifest=True, slot_invalidation_causes=("wal_removed",),
+               wal_keep_setting="wal_keep_size",
                add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
-                                             "backup_options": ["manifest", "manifest_checksums"],
-                                             "publication_options": ["publish_via_partition_root"]})
+                    "backup_options": ["manifest", "manifest_checksums"],
+                    "publication_options": ["publish_via_partition_root"]})
 # 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby.
 _14 = _13.next(
     14, max_proto=2, streaming_values=("on",),

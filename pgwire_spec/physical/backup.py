@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import majors
-from ..lsn import format_lsn
+from ..lsn import format_lsn, parse_lsn
 from ..majors import Major
 from ..replication import commands as rc
 from ..replication import frames
@@ -70,6 +70,8 @@ __all__ = [
     "MAX_RATE_LOWER",
     "MAX_RATE_UPPER",
     "CHECKSUM_ALGORITHMS",
+    "RecordedBackup",
+    "parse_manifest_start",
 ]
 
 #: basebackup.h: MAX_RATE bounds, in kB/s.
@@ -101,6 +103,8 @@ class BackupOptions:
     manifest: str = "no"
     manifest_checksums: str = "CRC32C"
     target: str = "client"
+    #: 17+: an incremental backup against the manifest uploaded before (UPLOAD_MANIFEST).
+    incremental: bool = False
 
 
 def _bool(name: str, value: rc.OptionValue) -> bool:
@@ -146,11 +150,12 @@ def _entry(major: int | Major) -> Major:
     return major if isinstance(major, Major) else majors.major(major)
 
 
-def parse_backup_options(cmd: rc.BaseBackup, major: int | Major) -> BackupOptions:
+def parse_backup_options(cmd: rc.BaseBackup, major: int | Major, *, summarize_wal: bool = False) -> BackupOptions:
     """BASE_BACKUP's options as the server of *major* reads them; raises ServerError with
     its SQLSTATE and text (seen on 14 and 15: duplicate option 42601, MAX_RATE out of range
     22003, unrecognized option / manifest option / checksum algorithm / checkpoint type
-    42601, manifest checksums without a manifest 42601)."""
+    42601, manifest checksums without a manifest 42601). *summarize_wal*: the server
+    summarizes WAL (17+), else INCREMENTAL is refused."""
     out: dict[str, Any] = {}
     seen: set[str] = set()
     checksums_given = False
@@ -220,8 +225,10 @@ def parse_backup_options(cmd: rc.BaseBackup, major: int | Major) -> BackupOption
                 raise ServerError("0A000", f'server-side compression "{text}" is not served by the fake walsender')
         elif key == "incremental" and key in table.backup_options:
             # basebackup.c (17+) parse_basebackup_options: INCREMENTAL needs summarize_wal,
-            # off by default and off on the fake (it keeps no WAL summaries).
-            if _bool(name, value):
+            # off by default; the fake has summaries only when its recording holds a real
+            # incremental backup.
+            out["incremental"] = _bool(name, value)
+            if out["incremental"] and not summarize_wal:
                 raise ServerError("55000", "incremental backups cannot be taken unless WAL summarization is enabled")
         else:
             raise ServerError("42601", f'unrecognized base backup option: "{name}"')
@@ -342,15 +349,23 @@ def _pg_time(ts: int) -> str:
 
 
 def backup_label(*, start: int, checkpoint: int, timeline: int, label: str, started: int,
-                 segment_size: int) -> bytes:
-    """The backup_label the server writes into the archive (xlog.c, do_pg_backup_start)."""
-    return (f"START WAL LOCATION: {format_lsn(start)} (file {segment_name(timeline, start, segment_size)})\n"
+                 segment_size: int, start_timeline_line: bool = True,
+                 incremental_from: tuple[int, int] | None = None) -> bytes:
+    """The backup_label the server writes into the archive (xlog.c do_pg_backup_start; 17+
+    xlogbackup.c build_backup_content): ``START TIMELINE`` from 11, the ``INCREMENTAL
+    FROM`` lines of an incremental backup (17+, *incremental_from*: the prior backup's
+    start position and timeline)."""
+    text = (f"START WAL LOCATION: {format_lsn(start)} (file {segment_name(timeline, start, segment_size)})\n"
             f"CHECKPOINT LOCATION: {format_lsn(checkpoint)}\n"
             "BACKUP METHOD: streamed\n"
             "BACKUP FROM: primary\n"
             f"START TIME: {_pg_time(started)} UTC\n"
-            f"LABEL: {label}\n"
-            f"START TIMELINE: {timeline}\n").encode()
+            f"LABEL: {label}\n")
+    if start_timeline_line:
+        text += f"START TIMELINE: {timeline}\n"
+    if incremental_from is not None:
+        text += f"INCREMENTAL FROM LSN: {format_lsn(incremental_from[0])}\nINCREMENTAL FROM TLI: {incremental_from[1]}\n"
+    return text.encode()
 
 
 def _checksum(algorithm: str, data: bytes) -> str | None:
@@ -428,6 +443,62 @@ class BackupSource:
     files: tuple[BackupFile, ...] = field(default=(), compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedBackup:
+    """A base backup a real server sent during a capture (``pgwire-spec capture
+    --physical``): the BASE_BACKUP command, its WAL range, backup_label and manifest as the
+    server wrote them, and the archive's members after backup_label in the server's order
+    (directories, files, ``global/pg_control`` last). An incremental one (17+) names the
+    prior backup's start position and timeline, and holds ``INCREMENTAL.*`` files."""
+
+    name: str
+    command: str
+    timeline: int
+    start_lsn: int
+    end_lsn: int
+    label: bytes
+    files: tuple[BackupFile, ...] = field(repr=False)
+    manifest: bytes | None = field(default=None, repr=False)
+
+    def label_field(self, key: str) -> str | None:
+        """A ``KEY: value`` line of the recorded backup_label."""
+        for line in self.label.decode(errors="replace").splitlines():
+            if line.startswith(key + ": "):
+                return line[len(key) + 2:]
+        return None
+
+    @property
+    def checkpoint_lsn(self) -> int:
+        value = self.label_field("CHECKPOINT LOCATION")
+        return parse_lsn(value) if value else self.start_lsn
+
+    @property
+    def incremental_from(self) -> tuple[int, int] | None:
+        """(start position, timeline) of the backup this one is incremental to."""
+        lsn, tli = self.label_field("INCREMENTAL FROM LSN"), self.label_field("INCREMENTAL FROM TLI")
+        return (parse_lsn(lsn), int(tli)) if lsn and tli else None
+
+
+#: What an uploaded manifest may weigh (the fake's bound; a manifest lists every file of a
+#: cluster: ~150 bytes a file).
+MAX_MANIFEST_BYTES = 64 << 20
+
+
+def parse_manifest_start(data: bytes) -> tuple[int, int, int | None]:
+    """(timeline, start position, system identifier or None) of the backup an uploaded
+    manifest describes: its first WAL range's start (basebackup_incremental.c reads the
+    same fields); ServerError when the text is not a backup manifest."""
+    try:
+        doc = json.loads(data)
+        ranges = doc["WAL-Ranges"]
+        first = min(ranges, key=lambda r: parse_lsn(r["Start-LSN"]))
+        sysid = doc.get("System-Identifier")
+        return int(first["Timeline"]), parse_lsn(first["Start-LSN"]), int(sysid) if sysid is not None else None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = str(exc)[:120]
+        raise ServerError("XX000", f"could not parse backup manifest: {detail or type(exc).__name__}") from None
+
+
 def _result(columns: tuple[tuple[str, int, int], ...], rows: list[tuple[bytes | None, ...]],
             tag: str) -> list[WireMessage]:
     """A result set as basebackup.c builds it by hand: type modifier 0, sizes as given
@@ -455,11 +526,14 @@ NO_ARCHIVING = NoticeResponse((
 
 def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[BackupFile], store: WalStore,
                     timeline: int, start: int, end: int, checkpoint: int, started: int,
-                    system_id: str = "0") -> Iterator[tuple[WireMessage, int]]:
+                    system_id: str = "0", incremental_from: tuple[int, int] | None = None,
+                    ) -> Iterator[tuple[WireMessage, int]]:
     """The server's messages for one BASE_BACKUP, each with the number of archive or
     manifest bytes it carries (what MAX_RATE paces)."""
+    table = _entry(major)
     label = backup_label(start=start, checkpoint=checkpoint, timeline=timeline, label=opts.label,
-                         started=started, segment_size=store.segment_size)
+                         started=started, segment_size=store.segment_size,
+                         start_timeline_line=table.backup_label_timeline, incremental_from=incremental_from)
     members = [BackupFile("backup_label", started, label)]
     if opts.tablespace_map:
         members.append(BackupFile("tablespace_map", started, b""))
@@ -477,7 +551,6 @@ def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[Back
     size = str((archive_size + 1023) // 1024).encode() if opts.progress else None
     yield from ((m, 0) for m in _result((("spcoid", 26, 4), ("spclocation", 25, -1), ("size", 20, 8)),
                                         [(None, None, size)], "SELECT"))
-    table = _entry(major)
     new = table.backup_copy_protocol
     if new:
         yield CopyOutResponse(0, ()), 0

@@ -18,8 +18,11 @@ the conversation logic is the sans-IO :class:`~.client.PhysicalClient`.
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import os
+import signal
 import subprocess
+import tarfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,9 +35,28 @@ from ..capture.session import Replicated, SessionError, _Conn
 from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive
 from ..servers import Provider, Server
-from ..servers._base import ClusterProvider, LocalCluster, describe_server, new_root, server_user
+from ..servers._base import (
+    SETTING_SINCE,
+    ClusterProvider,
+    LocalCluster,
+    describe_server,
+    new_root,
+    server_user,
+)
 from ..servers.system import SystemProvider
-from ..wire import AuthenticationOk, CopyBothResponse, ErrorResponse, ReadyForQuery, WireMessage
+from ..wire import (
+    AuthenticationOk,
+    CopyBothResponse,
+    CopyData,
+    CopyInResponse,
+    CopyOutResponse,
+    DataRow,
+    ErrorResponse,
+    ReadyForQuery,
+    RowDescription,
+    WireMessage,
+)
+from .backup import BackupFile, RecordedBackup
 from .client import PhysicalClient
 from .recording import Conversation, PhysicalRecording, conversation_from
 from .wal import segment_start
@@ -43,12 +65,11 @@ __all__ = ["CaptureError", "record_physical", "PHYSICAL_SETTINGS", "WORKLOAD"]
 
 Progress = Callable[[str], None]
 
-#: What the recorded servers run with (on top of the providers' capture settings).
+#: What the recorded servers run with (on top of the providers' capture settings; the
+#: setting that keeps WAL is the major's, see :func:`physical_settings`).
 PHYSICAL_SETTINGS: dict[str, str] = {
     "wal_level": "replica",
     "hot_standby": "on",
-    # Keep every segment of the recording: the promoted copy streams the old timeline too.
-    "wal_keep_size": "64MB",
     "max_wal_senders": "10",
     "max_replication_slots": "10",
     "checkpoint_timeout": "1h",
@@ -73,6 +94,64 @@ WORKLOAD: dict[str, tuple[str, ...]] = {
 }
 WORKLOAD_NAME = "physical-v1"
 SLOT = "pgws_physical"
+#: Statements that leave one database (postgres): the recorded base backups stay small.
+TINY_CLUSTER = (
+    "ALTER DATABASE template0 IS_TEMPLATE false", "DROP DATABASE template0",
+    "ALTER DATABASE template1 IS_TEMPLATE false", "DROP DATABASE template1",
+)
+#: The label pg_basebackup gives a backup (pg_basebackup.c, default --label).
+BACKUP_LABEL = "pg_basebackup base backup"
+
+
+def physical_settings(table: majors.Major) -> dict[str, str]:
+    """The settings of a recorded server of that major: every segment of the recording kept
+    (the promoted copy streams the old timeline too), and on 17+ WAL summarization, which
+    incremental backups need."""
+    keep = {"wal_keep_size": "64MB"} if table.wal_keep_setting == "wal_keep_size" else {"wal_keep_segments": "64"}
+    summaries = {"summarize_wal": "on"} if table.incremental_backup else {}
+    return {**PHYSICAL_SETTINGS, **keep, **summaries}
+
+
+def backup_command(table: majors.Major, *, incremental: bool = False) -> str:
+    """BASE_BACKUP as that major's ``pg_basebackup -X stream --checkpoint=fast`` sends it
+    (pg_basebackup.c BaseBackup: the option keywords up to 14, a parenthesised list from
+    15; a manifest from 13; INCREMENTAL after UPLOAD_MANIFEST from 17)."""
+    if table.generic_options:
+        opts = [f"LABEL '{BACKUP_LABEL}'", "PROGRESS", "CHECKPOINT 'fast'", "WAIT 0", "MANIFEST 'yes'",
+                "TARGET 'client'"] + (["INCREMENTAL"] if incremental else [])
+        return "BASE_BACKUP ( " + ",  ".join(opts) + ")"
+    opts = [f"LABEL '{BACKUP_LABEL}'", "PROGRESS", "FAST", "NOWAIT"] + (["MANIFEST 'yes'"] if table.backup_manifest
+                                                                        else [])
+    return "BASE_BACKUP " + " ".join(opts)
+
+
+def _archive_members(tar_bytes: bytes, where: str) -> tuple[bytes, tuple[BackupFile, ...]]:
+    """(backup_label, the other members in order) of a base archive as the server sent it
+    (10-14 leave out the two closing zero blocks)."""
+    label = b""
+    members: list[BackupFile] = []
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            for m in tar:
+                if m.name == "backup_label":
+                    f = tar.extractfile(m)
+                    label = f.read() if f is not None else b""
+                elif m.name == "tablespace_map":
+                    continue
+                elif m.isdir():
+                    members.append(BackupFile(m.name, int(m.mtime), None, m.mode))
+                elif m.isreg():
+                    f = tar.extractfile(m)
+                    members.append(BackupFile(m.name, int(m.mtime), f.read() if f is not None else b"", m.mode))
+    except tarfile.TarError as exc:
+        raise CaptureError(f"{where}: the base archive does not read as tar: {exc}") from None
+    if not label:
+        raise CaptureError(f"{where}: the base archive has no backup_label")
+    return label, tuple(members)
+
+
+def _position(row: tuple[bytes | None, ...]) -> tuple[int, int]:
+    return parse_lsn(bytes(row[0] or b"").decode()), int(bytes(row[1] or b"0").decode())
 
 
 class _Cluster(LocalCluster):
@@ -170,12 +249,76 @@ class _Recorder:
         self.conn.send(self.client.copy_done())
         return self._until_ready()
 
+    def backup(self, name: str, table: majors.Major, *, manifest: bytes | None = None) -> RecordedBackup:
+        """Take a base backup (after UPLOAD_MANIFEST of *manifest*: an incremental one) and
+        keep what the server sent: positions, backup_label, manifest, archive members."""
+        if manifest is not None:
+            self.conn.send(self.client.query("UPLOAD_MANIFEST"))
+            first = self.conn.event()
+            if not isinstance(first, CopyInResponse):
+                raise CaptureError(f"{self.name}: UPLOAD_MANIFEST answered {first!r}, expected CopyInResponse")
+            for i in range(0, len(manifest), 65536):
+                self.conn.send(self.client.copy_data(manifest[i:i + 65536]))
+            self.conn.send(self.client.copy_done())
+            errors = _errors(self._until_ready())
+            if errors:
+                raise CaptureError(f"{self.name}: UPLOAD_MANIFEST: {errors[0]}")
+        command = backup_command(table, incremental=manifest is not None)
+        messages = self.command(command)
+        if _errors(messages):
+            raise CaptureError(f"{self.name}: {command}: {_errors(messages)[0]}")
+        results: list[list[tuple[bytes | None, ...]]] = []
+        archives: list[bytearray] = []
+        for m in messages:
+            if isinstance(m, RowDescription):
+                results.append([])
+            elif isinstance(m, DataRow) and results:
+                results[-1].append(tuple(m.values))
+            elif isinstance(m, CopyOutResponse) and not table.backup_copy_protocol:
+                archives.append(bytearray())  # 10-14: one COPY per archive, one for the manifest
+            elif isinstance(m, CopyData):
+                if not table.backup_copy_protocol:
+                    archives[-1] += m.data
+                elif m.data[:1] in (b"n", b"m"):
+                    archives.append(bytearray())  # 15+: a new archive, or the manifest
+                elif m.data[:1] == b"d":
+                    archives[-1] += m.data[1:]
+        if len(results) < 3 or not archives:
+            raise CaptureError(f"{self.name}: {command}: expected start, tablespaces, archive and end, "
+                               f"found {len(results)} result sets and {len(archives)} archives")
+        start, tli = _position(results[0][0])
+        end, _ = _position(results[-1][0])
+        label, files = _archive_members(bytes(archives[0]), f"{self.name}: {command}")
+        got_manifest = bytes(archives[1]) if table.backup_manifest and len(archives) > 1 else None
+        return RecordedBackup(name, command, tli, start, end, label, files, got_manifest)
+
     def close(self) -> Conversation:
         try:
             self.conn.send(self.client.terminate())
         finally:
             self.conn.close()
         return conversation_from(self.name, self.client.transcript)
+
+
+def _promote(server: Server, cluster: _Cluster, table: majors.Major) -> None:
+    """Promote a standby: pg_promote() (12+), before that the signal file pg_ctl promote
+    writes (``promote`` in the data directory) and SIGUSR1 to the postmaster
+    (xlog.c CheckPromoteSignal), then wait until recovery ended."""
+    if table.promote_function:
+        _sql(server, "SELECT pg_promote(true, 60)")
+        return
+    assert cluster.root is not None and cluster.process is not None
+    promote = cluster.root / "data" / "promote"
+    promote.write_text("")
+    user = server_user()
+    if user is not None:
+        os.chown(promote, user[1], user[2])
+    os.kill(cluster.process.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 60
+    while _sql(server, "SELECT pg_is_in_recovery()")[0][0]:
+        if time.monotonic() > deadline:
+            raise CaptureError("the standby did not leave recovery in 60 s after the promote signal")
+        time.sleep(0.1)
 
 
 def _steps(conn: psycopg.Connection[Any], statements: tuple[str, ...]) -> tuple[Callable[[], None], ...]:
@@ -206,20 +349,27 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
                            f"expected a provider among system, npm, wheel, found {prov.name}")
     bin_path, lib_dir = prov.locate()
     seg = segment_size_mb << 20
-    primary = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir,
-                       initdb_args=(f"--wal-segsize={segment_size_mb}",))
+    primary = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir)
     standby: _Cluster | None = None
     conversations: list[Conversation] = []
+    backups: list[RecordedBackup] = []
     try:
         major = primary.binary_major()
         table = majors.MAJORS.get(major)
-        if table is None or not table.promote_function:
-            first = min(m for m, e in majors.MAJORS.items() if e.promote_function)
-            raise CaptureError(f"physical capture needs PostgreSQL {first} or later (pg_promote), found {major}")
+        if table is None:
+            raise CaptureError(f"physical capture knows PostgreSQL {min(majors.MAJORS)}-{max(majors.MAJORS)}, "
+                               f"found {major}")
+        primary.settings.update(physical_settings(table))
+        if table.initdb_wal_segsize:
+            primary.initdb_args = (f"--wal-segsize={segment_size_mb}",)
+        else:
+            seg = 16 << 20  # 10: the segment size is fixed when PostgreSQL is built (16 MB)
         host, port = primary.start()
         server = describe_server(prov.name, host, port, "postgres", "postgres", bin_path)
-        say(f"primary: PostgreSQL {server.version} on {host}:{port}, {segment_size_mb} MB WAL segments")
+        say(f"primary: PostgreSQL {server.version} on {host}:{port}, {seg >> 20} MB WAL segments")
         sysid = str(_sql(server, "SELECT system_identifier::text FROM pg_control_system()")[0][0])
+        # A tiny cluster: the template databases go (one database left, ~8 MB to back up).
+        _sql(server, *TINY_CLUSTER)
         _sql(server, "CHECKPOINT", "SELECT pg_switch_wal()")
         start = segment_start(_flush_lsn(server), seg)
         if on_start is not None:
@@ -233,6 +383,7 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
                     "START_REPLICATION 0/1000000 TIMELINE 2"):
             rec.command(cmd)
         sql_conn = psycopg.connect(server.dsn, autocommit=True, connect_timeout=10)
+
         with sql_conn:
             steps = _steps(sql_conn, WORKLOAD["primary"])
             xmin = int(_sql(server, "SELECT txid_current()::text::bigint")[0][0]) & 0xFFFFFFFF
@@ -245,20 +396,24 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         # Restore a copy as a standby and promote it: timeline 2.
         primary.stop_keep()
         assert primary.root is not None
-        standby = _Cluster(bin_path, settings=PHYSICAL_SETTINGS, lib_dir=lib_dir)
+        standby = _Cluster(bin_path, settings=physical_settings(table), lib_dir=lib_dir)
+        # launch() skips start()'s filter: leave out what this major does not know.
+        standby.settings = {k: v for k, v in standby.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         standby.root = new_root()
         standby.root.chmod(0o755)
         user = server_user()
         data = standby.root / "data"
         subprocess.run(["cp", "-a", str(primary.root / "data"), str(data)], check=True)
-        (data / "standby.signal").touch()
+        # 12+: standby.signal; before, recovery.conf with standby_mode (docs: "Hot Standby").
+        signal_file = data / ("standby.signal" if table.promote_function else "recovery.conf")
+        signal_file.write_text("" if table.promote_function else "standby_mode = 'on'\n")
         (data / "postmaster.pid").unlink(missing_ok=True)
         if user is not None:
             os.chown(standby.root, user[1], user[2])
-            os.chown(data / "standby.signal", user[1], user[2])
+            os.chown(signal_file, user[1], user[2])
         host, port = standby.launch(data)
         promoted = describe_server("system", host, port, "postgres", "postgres", bin_path)
-        _sql(promoted, "SELECT pg_promote(true, 60)")
+        _promote(promoted, standby, table)
         say(f"restored copy promoted on {host}:{port}")
         # End-of-recovery checkpoint written; a few inserts on the new timeline first.
         _sql(promoted, "INSERT INTO pgws_wal VALUES (0, 'first on timeline 2')")
@@ -277,8 +432,25 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         rec.stream(start, 1)  # the whole old timeline, then the end-of-timeline handshake
         rec.stream(switch, 1)  # at the very end of the old timeline: no COPY mode
         sql_conn = psycopg.connect(promoted.dsn, autocommit=True, connect_timeout=10)
+
+        def take(name: str, incremental: bool = False) -> Callable[[], None]:
+            # A base backup on its own replication connection while the stream of the
+            # current timeline runs (a real backup's timeline is the server's); on 17+ an
+            # incremental one against the full backup's manifest after more writes.
+            def run() -> None:
+                r = _Recorder(promoted, seg, f"backup-{name}")
+                try:
+                    backups.append(r.backup(name, table, manifest=backups[-1].manifest if incremental else None))
+                finally:
+                    r.close()
+                say(f"promoted: {name} base backup {format_lsn(backups[-1].start_lsn)} to "
+                    f"{format_lsn(backups[-1].end_lsn)}, {len(backups[-1].files)} members")
+            return run
+
         with sql_conn:
-            steps = _steps(sql_conn, WORKLOAD["promoted"])
+            work = WORKLOAD["promoted"]
+            steps = (*_steps(sql_conn, work[:1]), take("full"), *_steps(sql_conn, work[1:]),
+                     *((take("incremental", True),) if table.incremental_backup else ()))
             rec.stream(segment_start(switch, seg), 2, slot=SLOT, steps=steps, until=lambda: _flush_lsn(promoted))
         conversations.append(rec.close())
         say(f"promoted: timeline 1 ends at {format_lsn(switch)}; streamed timeline 2 to "
@@ -286,7 +458,7 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         return PhysicalRecording.build(
             server_version=server.version, major=server.major, provider=prov.describe() if prov.name != "system" else f"system {bin_path}",
             workload=WORKLOAD_NAME, captured_on=_dt.date.today().isoformat(), system_id=sysid,
-            segment_size=seg, conversations=tuple(conversations),
+            segment_size=seg, conversations=tuple(conversations), backups=tuple(backups),
         )
     except (psycopg.Error, SessionError, OSError, subprocess.CalledProcessError) as exc:
         raise CaptureError(f"physical capture failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}") from None

@@ -86,6 +86,10 @@ class PhysicalClient(ClientBase):
             catalog_xmin_epoch=catalog_epoch)
         return self._send(CopyData(encode_copy_data(msg)), msg)
 
+    def copy_data(self, data: bytes) -> bytes:
+        """A CopyData of *data* (COPY IN: UPLOAD_MANIFEST's manifest)."""
+        return self._send(CopyData(data))
+
     def copy_done(self) -> bytes:
         self.client_done = True
         return super().copy_done()

@@ -45,6 +45,7 @@ from ..wire import (
     WireMessage,
     encode_message,
 )
+from .backup import BackupFile, RecordedBackup
 from .history import History, TimelineEntry, history_file_name, parse_history
 from .wal import XLOG_BLCKSZ, WalError, WalStore
 
@@ -195,6 +196,13 @@ class PhysicalRecording:
     block_size: int = XLOG_BLCKSZ
     notes: dict[str, str] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
+    #: Base backups the server sent during the capture (a full one; on 17+ an incremental
+    #: one after it): what BASE_BACKUP serves when the scenario names no directory.
+    backups: tuple[RecordedBackup, ...] = field(default=(), compare=False)
+
+    def backup(self, name: str) -> RecordedBackup | None:
+        """The recorded backup called *name* (``full``, ``incremental``)."""
+        return next((b for b in self.backups if b.name == name), None)
 
     # -- what a server serving it needs ----------------------------------------------------
     @property
@@ -232,7 +240,8 @@ class PhysicalRecording:
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def build(cls, *, server_version: str, major: int, provider: str, workload: str, captured_on: str,
-              system_id: str, segment_size: int, conversations: tuple[Conversation, ...]) -> PhysicalRecording:
+              system_id: str, segment_size: int, conversations: tuple[Conversation, ...],
+              backups: tuple[RecordedBackup, ...] = ()) -> PhysicalRecording:
         """A recording from captured conversations: the WAL of every XLogData, the
         history from the newest TIMELINE_HISTORY answer."""
         store = WalStore(segment_size)
@@ -250,7 +259,7 @@ class PhysicalRecording:
         else:
             history = History(history_content[0], parse_history(history_content[1], timeline=history_content[0]))
         return cls(server_version, major, provider, workload, captured_on, system_id, segment_size, history,
-                   store, conversations, notes=dict(NOTES))
+                   store, conversations, notes=dict(NOTES), backups=backups)
 
 
 def _history_rows(conv: Conversation) -> list[tuple[int, bytes]]:
@@ -321,8 +330,51 @@ def render_recording(rec: PhysicalRecording) -> str:
         for mi, m in enumerate(conv.messages):
             lines.append("      " + _dumps(m.to_dict()) + ("," if mi < len(conv.messages) - 1 else ""))
         lines.append("    ]}" + ("," if ci < len(rec.conversations) - 1 else ""))
-    lines += ["  ]", "}"]
+    lines.append("  ]" + ("," if rec.backups else ""))
+    if rec.backups:
+        lines.append('  "backups": [')
+        for bi, b in enumerate(rec.backups):
+            lines.append("    " + _dumps(_backup_head(b))[:-1] + ', "files": [')
+            for fi, f in enumerate(b.files):
+                member: dict[str, Any] = {"path": f.path, "mode": f.mode, "mtime": f.mtime}
+                if f.content is None:
+                    member["dir"] = True
+                else:
+                    member["hex"] = f.content.hex()
+                lines.append("      " + _dumps(member) + ("," if fi < len(b.files) - 1 else ""))
+            lines.append("    ]}" + ("," if bi < len(rec.backups) - 1 else ""))
+        lines.append("  ]")
+    lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _backup_head(b: RecordedBackup) -> dict[str, Any]:
+    return {"name": b.name, "command": b.command, "timeline": b.timeline, "start": format_lsn(b.start_lsn),
+            "end": format_lsn(b.end_lsn), "label": b.label.decode(),
+            "manifest": b.manifest.decode() if b.manifest is not None else None}
+
+
+def _parse_backup(b: Any, where: str) -> RecordedBackup:
+    FixtureError, _need = _fixture().FixtureError, _fixture()._need
+    files = []
+    for i, f in enumerate(_need(b, "files", list, where)):
+        fw = f"{where}.files[{i}]"
+        path, mode, mtime = _need(f, "path", str, fw), _need(f, "mode", int, fw), _need(f, "mtime", int, fw)
+        if f.get("dir"):
+            files.append(BackupFile(path, mtime, None, mode))
+            continue
+        try:
+            content = bytes.fromhex(_need(f, "hex", str, fw))
+        except ValueError:
+            raise FixtureError(f"{fw}.hex: expected hex digits") from None
+        files.append(BackupFile(path, mtime, content, mode))
+    manifest = b.get("manifest")
+    if manifest is not None and not isinstance(manifest, str):
+        raise FixtureError(f"{where}.manifest: expected the manifest's text or null, found {type(manifest).__name__}")
+    return RecordedBackup(
+        _need(b, "name", str, where), _need(b, "command", str, where), _need(b, "timeline", int, where),
+        _lsn(_need(b, "start", str, where), where + ".start"), _lsn(_need(b, "end", str, where), where + ".end"),
+        _need(b, "label", str, where).encode(), tuple(files), manifest.encode() if manifest is not None else None)
 
 
 def write_recording(rec: PhysicalRecording, path: str | Path) -> Path:
@@ -410,6 +462,7 @@ def parse_recording(doc: Any, path: Path) -> PhysicalRecording:
         workload=_need(doc, "workload", str, where), captured_on=str(doc.get("capturedOn", "")),
         system_id=_need(doc, "systemId", str, where), segment_size=seg, history=history, store=store,
         conversations=tuple(conversations), block_size=block, notes=dict(doc.get("notes", {})), path=path,
+        backups=tuple(_parse_backup(b, f"{where}: backups[{i}]") for i, b in enumerate(doc.get("backups") or ())),
     )
 
 

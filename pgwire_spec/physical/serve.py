@@ -32,8 +32,27 @@ from ..walsender.core import CHUNK, SlotState, Wait
 from ..walsender.faults import Fault, modify_payload
 from ..walsender.personas import ServerError
 from ..walsender.stream import apply_fault
-from ..wire import CommandComplete, CopyBothResponse, CopyData, CopyDone, CopyFail, Terminate, WireMessage
-from .backup import BackupSource, Throttle, backup_messages, collect_files, parse_backup_options
+from ..wire import (
+    CommandComplete,
+    CopyBothResponse,
+    CopyData,
+    CopyDone,
+    CopyFail,
+    CopyInResponse,
+    Terminate,
+    WireMessage,
+)
+from .backup import (
+    MAX_MANIFEST_BYTES,
+    BackupFile,
+    BackupSource,
+    RecordedBackup,
+    Throttle,
+    backup_messages,
+    collect_files,
+    parse_backup_options,
+    parse_manifest_start,
+)
 from .history import HistoryError, history_file_name
 from .recording import PhysicalRecording
 from .wal import WalError, iter_records, segment_name, split_xlogdata
@@ -109,6 +128,9 @@ class PhysicalServer:
         self.flush = self.recording.flush_lsn
         #: Hot standby feedback by slot name (or ``#<connection>`` without a slot).
         self.feedback: dict[str, HotStandbyFeedback] = {}
+        #: The backup an uploaded manifest describes, by connection: (timeline, start
+        #: position, system identifier or None).
+        self.uploads: dict[int, tuple[int, int, int | None]] = {}
         first = self.store.range(self.store.timelines[0])[0]
         for name, restart in source.slots or ():
             if name not in state.slots:
@@ -140,6 +162,12 @@ class PhysicalServer:
             return self._start(conn, cmd, now)
         if isinstance(cmd, rc.BaseBackup):
             return self._base_backup(conn, cmd, now)
+        if isinstance(cmd, rc.UploadManifest):
+            # walsender.c UploadManifest (17+): CopyInResponse, the client's manifest in
+            # CopyData up to CopyDone, then CommandComplete UPLOAD_MANIFEST.
+            conn.send(CopyInResponse(0, ()))
+            conn.start_stream(ManifestUpload(self, conn, now))
+            return True
         return None
 
     def _timeline_history(self, conn: Connection, tli: int) -> None:
@@ -256,11 +284,22 @@ class PhysicalServer:
 
     # -- BASE_BACKUP -----------------------------------------------------------------------
     def _base_backup(self, conn: Connection, cmd: rc.BaseBackup, now: float) -> bool:
+        table = self.state.persona.table
+        incremental = self.recording.backup("incremental")
+        # The fake summarizes WAL when its recording holds a real incremental backup: the
+        # server it was recorded from did (summarize_wal = on).
+        opts = parse_backup_options(cmd, table, summarize_wal=incremental is not None)
+        if opts.incremental:
+            assert incremental is not None
+            return self._recorded_backup(conn, opts, self._check_upload(conn, incremental), now)
         source = self.source.backup
-        opts = parse_backup_options(cmd, self.state.persona.table)
         if source is None:
-            raise ServerError("0A000", "BASE_BACKUP needs a directory to serve",
-                              hint="Name one in the scenario: physical: {backup: {directory: …}}.")
+            full = self.recording.backup("full")
+            if full is None:
+                raise ServerError("0A000", "BASE_BACKUP needs a directory to serve",
+                                  hint="Name one in the scenario: physical: {backup: {directory: …}}, or serve "
+                                       "a recording with a base backup (pgwire-spec capture --physical).")
+            return self._recorded_backup(conn, opts, full, now)
         tli = source.timeline or self.history.current
         try:
             first, last = self.store.range(tli)
@@ -273,12 +312,44 @@ class PhysicalServer:
                                                       self.store.segment_size) if r.lsn >= begin), first)
         end = source.end_lsn if source.end_lsn is not None else last
         files = list(source.files) if source.files else collect_files(source.directory)
-        messages = backup_messages(opts, major=self.state.persona.table, files=files, store=self.store,
-                                   timeline=tli, start=start, end=end,
-                                   checkpoint=source.checkpoint_lsn or start, started=int(conn.server.wall_clock()),
-                                   system_id=self.recording.system_id)
+        return self._send_backup(conn, opts, files, tli, start, end, source.checkpoint_lsn or start, None, now)
+
+    def _check_upload(self, conn: Connection, backup: RecordedBackup) -> RecordedBackup:
+        """The recorded incremental backup, if the manifest this connection uploaded is the
+        one of the backup it was taken against; else the server's error."""
+        uploaded = self.uploads.get(conn.id)
+        if uploaded is None:
+            # basebackup.c SendBaseBackup
+            raise ServerError("55000", "must UPLOAD_MANIFEST before performing an incremental BASE_BACKUP")
+        tli, start, sysid = uploaded
+        if sysid is not None and str(sysid) != self.recording.system_id:
+            # basebackup_incremental.c manifest_process_system_identifier
+            raise ServerError("XX000", f"system identifier in backup manifest is {sysid}, but database system "
+                                       f"identifier is {self.recording.system_id}")
+        prior = backup.incremental_from
+        if prior is None or (start, tli) != prior:
+            # basebackup_incremental.c PrepareForIncrementalBackup: the fake has WAL
+            # summaries from the recorded prior backup's start only.
+            raise ServerError("55000", f"WAL summaries are required on timeline {tli} from {format_lsn(start)} to "
+                                       f"{format_lsn(backup.start_lsn)}, but no summaries for that timeline and "
+                                       "LSN range exist",
+                              hint="The fake walsender serves the incremental backup its recording holds, taken "
+                                   f"after the backup that started at {format_lsn(prior[0]) if prior else '?'}"
+                                   f" on timeline {prior[1] if prior else '?'}: upload that backup's manifest.")
+        return backup
+
+    def _recorded_backup(self, conn: Connection, opts: Any, backup: RecordedBackup, now: float) -> bool:
+        return self._send_backup(conn, opts, list(backup.files), backup.timeline, backup.start_lsn, backup.end_lsn,
+                                 backup.checkpoint_lsn, backup.incremental_from, now)
+
+    def _send_backup(self, conn: Connection, opts: Any, files: list[BackupFile], tli: int, start: int, end: int,
+                     checkpoint: int, incremental_from: tuple[int, int] | None, now: float) -> bool:
+        table = self.state.persona.table
+        messages = backup_messages(opts, major=table, files=files, store=self.store, timeline=tli, start=start,
+                                   end=end, checkpoint=checkpoint, started=int(conn.server.wall_clock()),
+                                   system_id=self.recording.system_id, incremental_from=incremental_from)
         conn.start_stream(BackupStream(conn, messages, Throttle(opts.max_rate, now) if opts.max_rate else None,
-                                       now, typed=self.state.persona.table.backup_copy_protocol))
+                                       now, typed=table.backup_copy_protocol))
         return True
 
 
@@ -620,3 +691,58 @@ class BackupStream(_Delegate):
             conn.close()
         # The client may not send anything during COPY OUT but a Terminate; the real server
         # reads nothing until the command ends. Ignore the rest.
+
+
+class ManifestUpload(_Delegate):
+    """A running UPLOAD_MANIFEST (17+): the client's manifest arrives in CopyData; on
+    CopyDone it is read and kept for the connection's next incremental BASE_BACKUP
+    (walsender.c UploadManifest, HandleUploadManifestPacket)."""
+
+    def __init__(self, server: PhysicalServer, conn: Connection, now: float) -> None:
+        self.server = server
+        self.conn = conn
+        self.data = bytearray()
+        self.sent = 0
+        self.started = now
+        self.paused_until: float | None = None
+        self.paused_forever = False
+        self.fault_ids = []
+
+    def produce(self, now: float) -> Action:
+        return Wait(None)  # the client speaks
+
+    def _keepalive(self, reply: bool) -> None:
+        pass  # no keepalives in COPY IN
+
+    def input(self, msg: Any, now: float) -> None:
+        conn = self.conn
+        if isinstance(msg, Terminate):
+            conn.close()
+            return
+        if isinstance(msg, CopyData):
+            if len(self.data) + len(msg.data) > MAX_MANIFEST_BYTES:
+                self._fail(ServerError("54000", f"backup manifest larger than the fake walsender reads "
+                                                f"({MAX_MANIFEST_BYTES >> 20} MB)"))
+                return
+            self.data += msg.data
+            return
+        if isinstance(msg, CopyFail):
+            # HandleUploadManifestPacket: the client gave up.
+            self._fail(ServerError("57014", f"COPY from stdin failed: {msg.message}"))
+            return
+        if isinstance(msg, CopyDone):
+            try:
+                self.server.uploads[conn.id] = parse_manifest_start(bytes(self.data))
+            except ServerError as err:
+                self._fail(err)
+                return
+            conn.send(CommandComplete("UPLOAD_MANIFEST"))
+            self._finish()
+            return
+        # HandleUploadManifestPacket: anything else during COPY IN.
+        conn.fatal(ServerError("08P01", f"unexpected message type 0x{ord(msg.tag):02X} during COPY from stdin"))
+
+    def _fail(self, err: ServerError) -> None:
+        self.server.uploads.pop(self.conn.id, None)
+        self.conn.send_error(err)
+        self._finish()

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.physical.capture import PHYSICAL_SETTINGS, _Recorder
+from pgwire_spec import majors
+from pgwire_spec.physical.capture import _Recorder, physical_settings
 from pgwire_spec.servers import ProviderError, Server, provider
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender.core import ServerState
@@ -39,7 +40,7 @@ except ProviderError:
 def real15() -> Iterator[Server]:
     if not HAVE_PG15:
         pytest.skip("needs Debian's postgresql-15 (apt-get install postgresql-15; .ci/install does it)")
-    prov = provider("system", 15, settings=PHYSICAL_SETTINGS)
+    prov = provider("system", 15, settings=physical_settings(majors.major(15)))
     with prov as server:
         yield server
 

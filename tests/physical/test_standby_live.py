@@ -15,8 +15,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pgwire_spec import majors
 from pgwire_spec.lsn import format_lsn, parse_lsn
-from pgwire_spec.physical.capture import PHYSICAL_SETTINGS, _Cluster, _flush_lsn, _Recorder, _sql
+from pgwire_spec.physical.capture import _Cluster, _flush_lsn, _Recorder, _sql, physical_settings
 from pgwire_spec.physical.recording import PhysicalRecording
 from pgwire_spec.physical.serve import physical_server
 from pgwire_spec.physical.wal import segment_start
@@ -24,6 +25,8 @@ from pgwire_spec.servers import ProviderError
 from pgwire_spec.servers._base import describe_server, server_user
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.walsender import SyncFakeWalsender
+
+SETTINGS_15 = physical_settings(majors.major(15))
 
 pytestmark = [pytest.mark.live, pytest.mark.clients]
 
@@ -38,8 +41,8 @@ except ProviderError:
 def test_a_real_standby_replays_the_fakes_wal(tmp_path: Path) -> None:
     assert BIN is not None
     seg = 1 << 20
-    primary = _Cluster(BIN, settings=PHYSICAL_SETTINGS, initdb_args=("--wal-segsize=1",))
-    standby = _Cluster(BIN, settings={**PHYSICAL_SETTINGS, "hot_standby_feedback": "on",
+    primary = _Cluster(BIN, settings=SETTINGS_15, initdb_args=("--wal-segsize=1",))
+    standby = _Cluster(BIN, settings={**SETTINGS_15, "hot_standby_feedback": "on",
                                       "wal_receiver_status_interval": "1s"})
     try:
         host, port = primary.start()
@@ -122,7 +125,7 @@ def test_a_real_standby_follows_the_recorded_timeline_switch(tmp_path: Path) -> 
     from pgwire_spec.servers.system import SystemProvider
 
     assert BIN is not None
-    standby = _Cluster(BIN, settings={**PHYSICAL_SETTINGS, "wal_receiver_status_interval": "1s"})
+    standby = _Cluster(BIN, settings={**SETTINGS_15, "wal_receiver_status_interval": "1s"})
     standby.root = Path(tempfile.mkdtemp(prefix="pgwire-spec-pg-"))
     standby.root.chmod(0o755)
     data = standby.root / "data"
