@@ -125,6 +125,9 @@ class Major:
     promote_function: bool
     #: backup_label names the START TIMELINE (11+; xlog.c do_pg_start_backup).
     backup_label_timeline: bool
+    #: backup_label's ``BACKUP FROM:`` of a backup taken on a primary: ``master`` up to
+    #: 13, ``primary`` from 14 (xlog.c).
+    backup_from_primary: str
     #: initdb --wal-segsize (11+; before, the WAL segment size is fixed at build time).
     initdb_wal_segsize: bool
     #: The setting that keeps WAL for standbys: wal_keep_segments (10-12), wal_keep_size (13+).
@@ -256,6 +259,7 @@ _10 = Major(
     terminated_tar=False,
     promote_function=False,
     backup_label_timeline=False,
+    backup_from_primary="master",
     initdb_wal_segsize=False,
     wal_keep_setting="wal_keep_segments",
     create_slot_function_args=3,
@@ -276,11 +280,12 @@ _13 = _12.next(13, backup_manifest=True, slot_invalidation_causes=("wal_removed"
                add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
                     "backup_options": ["manifest", "manifest_checksums"],
                     "publication_options": ["publish_via_partition_root"]})
-# 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby.
+# 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby;
+# backup_label says BACKUP FROM: primary.
 _14 = _13.next(
     14, max_proto=2, streaming_values=("on",),
     add={"pgoutput_options": ["binary", "messages", "streaming"]},
-    doubled_quote_since=24, create_slot_function_args=4,
+    doubled_quote_since=24, create_slot_function_args=4, backup_from_primary="primary",
     parameter_status=(
         "application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
         "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser", "server_encoding",

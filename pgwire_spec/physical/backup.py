@@ -349,16 +349,17 @@ def _pg_time(ts: int) -> str:
 
 
 def backup_label(*, start: int, checkpoint: int, timeline: int, label: str, started: int,
-                 segment_size: int, start_timeline_line: bool = True,
+                 segment_size: int, start_timeline_line: bool = True, backup_from: str = "primary",
                  incremental_from: tuple[int, int] | None = None) -> bytes:
     """The backup_label the server writes into the archive (xlog.c do_pg_backup_start; 17+
-    xlogbackup.c build_backup_content): ``START TIMELINE`` from 11, the ``INCREMENTAL
+    xlogbackup.c build_backup_content): *backup_from* ``master`` up to 13, ``START
+    TIMELINE`` from 11, the ``INCREMENTAL
     FROM`` lines of an incremental backup (17+, *incremental_from*: the prior backup's
     start position and timeline)."""
     text = (f"START WAL LOCATION: {format_lsn(start)} (file {segment_name(timeline, start, segment_size)})\n"
             f"CHECKPOINT LOCATION: {format_lsn(checkpoint)}\n"
             "BACKUP METHOD: streamed\n"
-            "BACKUP FROM: primary\n"
+            f"BACKUP FROM: {backup_from}\n"
             f"START TIME: {_pg_time(started)} UTC\n"
             f"LABEL: {label}\n")
     if start_timeline_line:
@@ -486,10 +487,18 @@ MAX_MANIFEST_BYTES = 64 << 20
 
 def parse_manifest_start(data: bytes) -> tuple[int, int, int | None]:
     """(timeline, start position, system identifier or None) of the backup an uploaded
-    manifest describes: its first WAL range's start (basebackup_incremental.c reads the
-    same fields); ServerError when the text is not a backup manifest."""
+    manifest describes: its oldest WAL range's start. ServerError (XX000, the texts of
+    basebackup_incremental.c and parse_manifest.c) when the text is not a manifest of
+    version 2 whose checksum checks out."""
+    body, sep, _last = data.rstrip(b"\n").rpartition(b"\n")
     try:
         doc = json.loads(data)
+        if doc["PostgreSQL-Backup-Manifest-Version"] == 1:
+            raise ServerError("XX000", "backup manifest version 1 does not support incremental backup")
+        # parse_manifest.c verify_manifest_checksum: SHA-256 of everything up to the
+        # line that holds the checksum.
+        if not sep or hashlib.sha256(body + sep).hexdigest() != doc["Manifest-Checksum"]:
+            raise ServerError("XX000", "manifest checksum mismatch")
         ranges = doc["WAL-Ranges"]
         first = min(ranges, key=lambda r: parse_lsn(r["Start-LSN"]))
         sysid = doc.get("System-Identifier")
@@ -533,7 +542,8 @@ def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[Back
     table = _entry(major)
     label = backup_label(start=start, checkpoint=checkpoint, timeline=timeline, label=opts.label,
                          started=started, segment_size=store.segment_size,
-                         start_timeline_line=table.backup_label_timeline, incremental_from=incremental_from)
+                         start_timeline_line=table.backup_label_timeline, backup_from=table.backup_from_primary,
+                         incremental_from=incremental_from)
     members = [BackupFile("backup_label", started, label)]
     if opts.tablespace_map:
         members.append(BackupFile("tablespace_map", started, b""))

@@ -321,11 +321,7 @@ class PhysicalServer:
         if uploaded is None:
             # basebackup.c SendBaseBackup
             raise ServerError("55000", "must UPLOAD_MANIFEST before performing an incremental BASE_BACKUP")
-        tli, start, sysid = uploaded
-        if sysid is not None and str(sysid) != self.recording.system_id:
-            # basebackup_incremental.c manifest_process_system_identifier
-            raise ServerError("XX000", f"system identifier in backup manifest is {sysid}, but database system "
-                                       f"identifier is {self.recording.system_id}")
+        tli, start, _sysid = uploaded
         prior = backup.incremental_from
         if prior is None or (start, tli) != prior:
             # basebackup_incremental.c PrepareForIncrementalBackup: the fake has WAL
@@ -732,10 +728,16 @@ class ManifestUpload(_Delegate):
             return
         if isinstance(msg, CopyDone):
             try:
-                self.server.uploads[conn.id] = parse_manifest_start(bytes(self.data))
+                upload = parse_manifest_start(bytes(self.data))
+                system_id = self.server.recording.system_id
+                if upload[2] is not None and str(upload[2]) != system_id:
+                    # basebackup_incremental.c manifest_process_system_identifier
+                    raise ServerError("XX000", f"system identifier in backup manifest is {upload[2]}, but "
+                                               f"database system identifier is {system_id}")
             except ServerError as err:
                 self._fail(err)
                 return
+            self.server.uploads[conn.id] = upload
             conn.send(CommandComplete("UPLOAD_MANIFEST"))
             self._finish()
             return
