@@ -280,10 +280,7 @@ class _Gen:
             e(indent, f"p += {_size(fmt)}")
         elif t == "String":
             self.tr(indent, fpath, "String (NUL-terminated)")
-            e(indent, "q = data.find(0, p)")
-            e(indent, "if q < 0:")
-            e(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
-                          "f'{len(data) - p} bytes with no NUL')")
+            self.dec_nul(indent)
             codec = "'utf-8', 'surrogateescape'" if self.trace else ""
             e(indent, f"{local} = data[p:q].decode({codec})")
             e(indent, "p = q + 1")
@@ -305,10 +302,7 @@ class _Gen:
             e(indent, "p = len(data)")
         elif t == "StringBytes":
             self.tr(indent, fpath, "String (NUL-terminated)")
-            e(indent, "q = data.find(0, p)")
-            e(indent, "if q < 0:")
-            e(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
-                          "f'{len(data) - p} bytes with no NUL')")
+            self.dec_nul(indent)
             e(indent, f"{local} = data[p:q]")
             e(indent, "p = q + 1")
         elif t == "NullableByten32":
@@ -360,6 +354,17 @@ class _Gen:
             self.dec_array(f, f"f_{f.count}", local, indent, fpath)
         else:
             raise TypeError(f"the code generator does not know {t} (field {f.name})")
+
+    def dec_nul(self, indent: int) -> None:
+        """``q``: where the String starting at ``p`` ends (its NUL). The fast path lets
+        ``bytes.index`` raise (ValueError), the tracing pass says what is missing."""
+        if not self.trace:
+            self.emit(indent, "q = data.index(0, p)")
+            return
+        self.emit(indent, "q = data.find(0, p)")
+        self.emit(indent, "if q < 0:")
+        self.emit(indent + 1, "raise Fail('string-unterminated', 'a NUL-terminated String', "
+                              "f'{len(data) - p} bytes with no NUL')")
 
     def dec_byten(self, local: str, indent: int, fpath: str, *, text: bool) -> None:
         e = self.emit
