@@ -199,6 +199,13 @@ def test_an_unusable_client_command_is_a_typed_error() -> None:
         open_client("pg_recvlogical", "xml")
 
 
+def test_a_client_that_stops_every_time_is_not_started_once_per_case() -> None:
+    quits = WireAdapter([sys.executable, "-c", "import sys; sys.stderr.write('no luck'); sys.exit(4)", "{dsn}"])
+    answers = quits.run_batch(VALID)
+    assert quits.sessions == 3
+    assert all("exit status 4; stderr: no luck" in (a.crash or "") for a in answers)
+
+
 # -- real clients ------------------------------------------------------------------------------
 
 pytest_clients = pytest.mark.clients
@@ -286,6 +293,11 @@ def test_pg_logical_replication_as_a_client_gets_its_parsers_verdicts() -> None:
     assert any("new_tuple" in r and ".kind" in r for r in reasons)
     assert any("trailing-bytes" in r for r in reasons)
     assert client.sessions < len(judged) / 5
+    # a case needing an option PgoutputPlugin cannot send is not put to it (not even with --discover)
+    binary = next(c for c in CASES if c.context.get("binary") and c.error is None)
+    sessions = client.sessions
+    assert "cannot send the pgoutput option binary" in (client.run_batch([binary])[0].not_applicable or "")
+    assert client.sessions == sessions
 
 
 @pytest_clients

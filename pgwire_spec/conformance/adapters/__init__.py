@@ -60,12 +60,12 @@ DECODERS: dict[str, Callable[[float], Adapter]] = {
 
 
 def _pg_logical_replication_client(timeout: float) -> Adapter:
-    from .pg_logical_replication import client_command
+    from .pg_logical_replication import CLIENT_OPTIONS, client_command
     from .wire import WireAdapter
 
     command, version, profile = client_command()
     return WireAdapter(command, "jsonl", name="pg-logical-replication (client)", version=version, profile=profile,
-                       timeout=timeout)
+                       timeout=timeout, sendable=CLIENT_OPTIONS)
 
 
 #: Named clients: name -> factory(timeout) -> Adapter.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..adapter import AdapterError
 
-__all__ = ["VERSION", "cache_dir", "install", "command", "client_command", "CLIENT_PROFILE"]
+__all__ = ["VERSION", "cache_dir", "install", "command", "client_command", "CLIENT_PROFILE", "CLIENT_OPTIONS"]
 
 #: The pinned version the reports were made with.
 VERSION = "2.5.0"
@@ -27,6 +27,7 @@ CLIENT_SCRIPT = Path(__file__).with_name("pg_logical_replication_client.js")
 #: What the package as a client can negotiate and read: PgoutputPlugin sends proto_version,
 #: publication_names and messages only (no binary, streaming or two_phase option), and its
 #: parser knows protocol 1's messages; it checks no sequence (message level).
+CLIENT_OPTIONS = ("proto_version", "publication_names", "messages")
 CLIENT_PROFILE = {"protocol_versions": [1], "streaming": "off", "two_phase": False, "binary": False,
                   "messages": True, "origin": True, "level": "message"}
 

@@ -44,6 +44,7 @@ from ..wire import (
     Outcome,
     Session,
     not_applicable,
+    options_of,
     plan_sessions,
     read_jsonl,
     read_pgrecvlogical,
@@ -61,6 +62,9 @@ PGRECVLOGICAL_PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parall
 #: The persona the sessions are served with: one that accepts every option a case needs
 #: (protocol 4, streaming parallel: 16+).
 SERVER_VERSION = "17.6"
+#: Sessions in a row a client may stop in without reporting anything before the rest of the
+#: run fails at once (a client that cannot connect is not started once per case).
+SILENT_LIMIT = 3
 #: The most bytes a client may write in one session (several times what is sent).
 MAX_OUTPUT = 256 << 20
 
@@ -85,7 +89,8 @@ class WireAdapter(Adapter):
 
     def __init__(self, command: str | Sequence[str], kind: Kind | None = None, *, name: str | None = None,
                  version: str | None = None, profile: Profile | Mapping[str, Any] | None = None,
-                 timeout: float = 10.0, env: Mapping[str, str] | None = None, slot: str = "conform") -> None:
+                 timeout: float = 10.0, env: Mapping[str, str] | None = None, slot: str = "conform",
+                 sendable: Sequence[str] | None = None) -> None:
         self.words = check_command(command, WIRE_PLACEHOLDERS)
         self.kind: Kind = kind or guess_kind(self.words)
         if self.kind not in KINDS:
@@ -104,8 +109,15 @@ class WireAdapter(Adapter):
         self.timeout = timeout
         self.env = dict(os.environ if env is None else env)
         self.slot = slot
+        #: the pgoutput options the client can send (None: any); a case needing another is
+        #: not applicable
+        self.sendable = None if sendable is None else frozenset(sendable)
         #: sessions served so far (client starts)
         self.sessions = 0
+        #: sessions in a row in which the client reported nothing and stopped
+        self._silent = 0
+        #: set once the client failed SILENT_LIMIT sessions in a row: why the rest fail at once
+        self._dead: str | None = None
 
     def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
         return self.run_batch([Case(case_id, "", "", "MUST", context, tuple(payloads))])[0]
@@ -115,9 +127,11 @@ class WireAdapter(Adapter):
         where: dict[int, int] = {}
         todo = []
         for n, c in enumerate(cases):
-            reason = not_applicable(self.kind, c)
+            reason = not_applicable(self.kind, c) or self._unsendable(c)
             if reason is not None:
                 answers[n] = CaseResult(not_applicable=reason)
+            elif self._dead is not None:
+                answers[n] = CaseResult(crash=self._dead)
             else:
                 where[id(c)] = n
                 todo.append(c)
@@ -126,6 +140,13 @@ class WireAdapter(Adapter):
             self._run(plan_sessions(self.kind, [c]), answers, where)
         return [a if a is not None else CaseResult(crash="no answer") for a in answers]
 
+    def _unsendable(self, case: Case) -> str | None:
+        if self.sendable is None:
+            return None
+        missing = [k for k in options_of(self.kind, case.context) if k not in self.sendable]
+        return (f"{self.name} cannot send the pgoutput option{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}") if missing else None
+
     def _run(self, sessions: list[Session], answers: list[CaseResult | None], where: dict[int, int]) -> list[Case]:
         """Serve *sessions*, a case the client did not reach again in a new one; the tainted
         cases that failed."""
@@ -133,7 +154,14 @@ class WireAdapter(Adapter):
         queue = deque(sessions)
         while queue:
             session = queue.popleft()
+            if self._dead is not None:
+                for case in session.cases:
+                    answers[where[id(case)]] = CaseResult(crash=self._dead)
+                continue
             outcome = self._serve(session)
+            self._silent = self._silent + 1 if outcome.resume is not None and not outcome.answers else 0
+            if self._silent >= SILENT_LIMIT:
+                self._dead = f"the client stopped {SILENT_LIMIT} sessions in a row without reporting: {outcome.why}"
             for k, answer in outcome.answers.items():
                 case = session.cases[k]
                 answers[where[id(case)]] = answer
