@@ -140,6 +140,11 @@ def _run(args: argparse.Namespace) -> int:
         result = run_cases(adapter, cases, strict=args.strict, profile=claim, run_all=args.discover,
                            progress=progress)
     print_summary(result, sys.stdout, verbose=args.verbose)
+    if args.client:
+        from ..conformance.adapters.wire import WireAdapter
+
+        if isinstance(adapter, WireAdapter):
+            print(f"client: {adapter.sessions:,} sessions (client starts) for {len(cases):,} cases", file=sys.stderr)
     if args.report:
         paths = write_reports(result, args.report)
         print(f"reports: {paths['html']} {paths['junit']} {paths['index']}", file=sys.stderr)
