@@ -105,8 +105,11 @@ class EncodeError(PgWireError, ValueError):
 class CommandSyntaxError(PgWireError, ValueError):
     """A replication command text that does not parse.
 
-    Attributes: ``position`` (character offset), ``expected`` and ``found``.
+    Attributes: ``position`` (character offset), ``expected`` and ``found``; ``truncated``:
+    the identifiers the lexer cut to NAMEDATALEN-1 bytes before the error (as a command's).
     """
+
+    truncated: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, *, expected: str, found: str, position: int, text: str = "") -> None:
         self.expected = expected

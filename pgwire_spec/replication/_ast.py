@@ -144,6 +144,11 @@ class ReplicationCommand:
     keyword: ClassVar[str]
     #: How the text was (or is to be) spelled; not part of equality.
     style: FormatStyle | None = field(default=None, compare=False, repr=False, kw_only=True)
+    #: The identifiers longer than NAMEDATALEN-1 bytes the lexer cut, in the text's order:
+    #: (as written, lower-cased unless quoted; as cut). repl_scanner.l truncates them with
+    #: warn=true, so the walsender sends a NOTICE 42622 for each (scansup.c
+    #: truncate_identifier) before it answers.
+    truncated: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False, kw_only=True)
 
 
 def _options_dict(options: tuple[tuple[str, object], ...]) -> dict[str, object]:

@@ -63,6 +63,8 @@ class _Token:
     start: int
     end: int
     quoted: bool = False
+    #: an identifier cut to NAMEDATALEN-1 bytes: as written (folded unless quoted)
+    untruncated: str | None = None
 
     @property
     def as_str(self) -> str:
@@ -188,6 +190,12 @@ def _bounded(inside: str) -> str:
     return inside.replace(")*+", "){0,64}+").replace("*+", "{0,256}+")
 
 
+def downcase_identifier(name: str) -> str:
+    """An unquoted identifier as the scanners read it: ASCII letters lower-cased (scansup.c
+    downcase_identifier, for a multibyte encoding)."""
+    return name.translate(_FOLD)
+
+
 def truncate_identifier(name: str) -> str:
     """truncate_identifier: at most NAMEDATALEN-1 bytes, cut on a character boundary."""
     if len(name) < _NAMEDATALEN // 4:
@@ -253,7 +261,8 @@ def _quoted(text: str, pos: int, g: Grammar) -> _Token:
         inside = "".join(parts)
         if quote == "'":
             return _Token(_STRING, inside, pos, j + 1)
-        return _Token(_IDENT, truncate_identifier(inside), pos, j + 1, quoted=True)
+        name = truncate_identifier(inside)
+        return _Token(_IDENT, name, pos, j + 1, quoted=True, untruncated=None if name is inside else inside)
 
 
 def uint_value(raw: str, pos: int, text: str) -> int:
@@ -288,7 +297,9 @@ def lex(text: str, pos: int, g: Grammar) -> _Token:
     if kind == "ident":
         if raw in g.keywords:
             return _Token(_KW, raw, start, end)
-        return _Token(_IDENT, truncate_identifier(raw.translate(_FOLD)), start, end)
+        folded = raw.translate(_FOLD)
+        name = truncate_identifier(folded)
+        return _Token(_IDENT, name, start, end, untruncated=None if name is folded else folded)
     if kind == "uint":
         return _Token(_UINT, uint_value(raw, start, text), start, end)
     hi, lo = raw.split("/")

@@ -62,7 +62,7 @@ _UNITS_BETWEEN_RUNS = 16
 
 
 class _Parser:
-    __slots__ = ("text", "g", "pos", "tok", "prev", "expected", "style")
+    __slots__ = ("text", "g", "pos", "tok", "prev", "expected", "style", "truncated")
 
     def __init__(self, text: str, g: Grammar) -> None:
         self.text = text
@@ -74,6 +74,8 @@ class _Parser:
         self.expected: list[str] = []
         #: FormatStyle fields seen in the text.
         self.style: dict[str, object] = {}
+        #: Identifiers cut to NAMEDATALEN-1 bytes (as written, as cut), in order.
+        self.truncated: list[tuple[str, str]] = []
 
     # -- tokens --------------------------------------------------------------------------
     def peek(self) -> _Token:
@@ -82,14 +84,29 @@ class _Parser:
             self.pos = self.tok.end
         return self.tok
 
+    def cut(self, tok: _Token) -> None:
+        """Record *tok*'s cut, if the lexer cut it (when the parser takes it or fails at it:
+        a token peeked at and then read again by an option run counts once)."""
+        if tok.untruncated is not None:
+            self.truncated.append((tok.untruncated, tok.as_str))
+
+    def truncate(self, name: str) -> str:
+        """*name* cut to NAMEDATALEN-1 bytes, the cut recorded."""
+        cut = truncate_identifier(name)
+        if cut is not name:
+            self.truncated.append((name, cut))
+        return cut
+
     def take(self) -> _Token:
         tok = self.peek()
+        self.cut(tok)
         self.prev, self.tok = tok, None
         self.expected = []
         return tok
 
     def fail(self, expected: str | None = None) -> NoReturn:
         tok = self.peek()
+        self.cut(tok)
         wanted = [*self.expected, *([expected] if expected else [])]
         unique = list(dict.fromkeys(wanted))
         what = unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]
@@ -271,15 +288,17 @@ class _Parser:
                 else:
                     self.lowercase_style(names)
                 names = " ".join(names).translate(_FOLD).split(" ")
-            if max(map(len, names)) >= 16:
-                names = [truncate_identifier(name) for name in names]
             if shape == "word-word":
                 values = " ".join(values).translate(_FOLD).split(" ")
-                if max(map(len, values)) >= 16:
-                    values = [truncate_identifier(value) for value in values]
+                if max(map(len, values)) >= 16 or max(map(len, names)) >= 16:
+                    cut = [(self.truncate(name), self.truncate(value)) for name, value in zip(names, values)]
+                    names, values = [name for name, _ in cut], [value for _, value in cut]
                 values = list(map(_BOOLEAN_WORDS.get, values, values))
-            elif shape == "word-uint":
-                values = list(map(int, values))
+            else:
+                if max(map(len, names)) >= 16:
+                    names = [self.truncate(name) for name in names]
+                if shape == "word-uint":
+                    values = list(map(int, values))
             return zip(names, values), sep, end
         return None
 
@@ -318,7 +337,7 @@ class _Parser:
             else:
                 name = qname.replace('""', '"') if doubled and '""' in qname else qname
             if len(name) >= 16:
-                name = truncate_identifier(name)
+                name = self.truncate(name)
             if value is not None and "''" in value:
                 value = value.replace("''", "'")
             append((name, value))
@@ -357,15 +376,15 @@ class _Parser:
             else:
                 name = qname.replace('""', '"') if doubled and '""' in qname else qname
             if len(name) >= 16:
-                name = truncate_identifier(name)
+                name = self.truncate(name)
             value: OptionValue
             if ivalue is not None:
                 if ivalue in keywords:  # a keyword is no value: the parser says so
                     break
-                word = truncate_identifier(ivalue.translate(_FOLD))
+                word = self.truncate(ivalue.translate(_FOLD))
                 value = _BOOLEAN_WORDS.get(word, word)
             elif qvalue is not None:
-                word = truncate_identifier(qvalue.replace('""', '"') if doubled else qvalue)
+                word = self.truncate(qvalue.replace('""', '"') if doubled else qvalue)
                 value = _BOOLEAN_WORDS.get(word, word)
             elif svalue is not None:
                 value = svalue.replace("''", "'")
@@ -585,12 +604,16 @@ def parse_command(
     if first.kind != _KW or first.value not in g.commands:
         return None
     p.take()
-    cmd = _PARSERS[first.as_str](p)
-    if p.accept_char(";"):
-        p.style["semicolon"] = True
-    if p.peek().kind != _END:
-        p.fail("end of text")
-    return replace(cmd, style=FormatStyle(**p.style))  # type: ignore[arg-type]
+    try:
+        cmd = _PARSERS[first.as_str](p)
+        if p.accept_char(";"):
+            p.style["semicolon"] = True
+        if p.peek().kind != _END:
+            p.fail("end of text")
+    except CommandSyntaxError as exc:
+        exc.truncated = tuple(p.truncated)
+        raise
+    return replace(cmd, style=FormatStyle(**p.style), truncated=tuple(p.truncated))  # type: ignore[arg-type]
 
 
 def is_replication_command(

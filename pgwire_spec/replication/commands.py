@@ -55,6 +55,7 @@ from ._ast import (
     UploadManifest,
 )
 from ._formatter import format_command
+from ._lexer import downcase_identifier, truncate_identifier
 from ._parser import is_replication_command, parse_command
 
 __all__ = [
@@ -78,6 +79,8 @@ __all__ = [
     "parse_command",
     "format_command",
     "is_replication_command",
+    "truncate_identifier",
+    "downcase_identifier",
 ]
 
 #: The server majors whose grammar this module knows (the per-major table's).

@@ -6,6 +6,7 @@ A mixin of :class:`~pgwire_spec.walsender.core.Connection`; it runs on its state
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandSyntaxError, OptionError
@@ -25,6 +26,7 @@ from ..wire import (
 from . import _sql
 from ._base import Close, SlotState
 from ._catalog import type_size
+from ._engine import truncated_identifiers
 from ._history import _Tables
 from .personas import ServerError
 from .stream import CommandSource
@@ -76,11 +78,13 @@ class _Commands:
             try:
                 cmd = rc.parse_command(stmt, server_major=major)
             except CommandSyntaxError as exc:
+                self._truncation_notices(exc.truncated)
                 raise ServerError("42601", "syntax error",
                                   detail=f"expected {exc.expected}, found {exc.found} at position {exc.position}") from None
             except OptionError as exc:
                 raise ServerError("42601", str(exc)) from None
             if cmd is not None:
+                self._truncation_notices(cmd.truncated)
                 return self._command(cmd, now)
             if self.replication == "physical":
                 raise ServerError("08P01", "cannot execute SQL commands in WAL sender for physical replication")
@@ -90,10 +94,17 @@ class _Commands:
     def _evaluate(self, stmt: str) -> Any:
         """The answer to one SQL statement (a simple query's, or a bound extended one's)."""
         self._check_length(stmt)
+        self._truncation_notices(truncated_identifiers(stmt))
         try:
             return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
         except _sql.NotAnswered:
             return self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
+
+    def _truncation_notices(self, truncated: Sequence[tuple[str, str]]) -> None:
+        """The scanner's NOTICE for each identifier it cut (scansup.c truncate_identifier)."""
+        for name, cut in truncated:
+            self.send_error(ServerError("42622", f'identifier "{name}" will be truncated to "{cut}"',
+                                        severity="NOTICE"))
 
     @staticmethod
     def _check_length(stmt: str) -> None:

@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from pglast import ast, parse_sql, visitors
 from pglast.enums import AlterPublicationAction, ObjectType, PublicationObjSpecType
-from pglast.parser import ParseError
+from pglast.parser import ParseError, scan
 from pglast.stream import RawStream
 
 from .. import majors
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput import messages as m
 from ..pgtypes import type_name
+from ..replication.commands import downcase_identifier, truncate_identifier
 from ._base import SlotState
 from ._catalog import (
     CATALOG,
@@ -129,6 +130,31 @@ _SLOT_FUNCTIONS: dict[str, tuple[tuple[str, str], ...]] = {
 _REG_TYPES = {"regclass", "regtype", "regnamespace"}
 
 _SETTINGS_NAMES = {"current_user", "session_user", "user", "current_role"}
+
+
+def truncated_identifiers(sql: str) -> list[tuple[str, str]]:
+    """The identifiers of *sql* longer than NAMEDATALEN-1 bytes: (as written, lower-cased
+    unless quoted; as cut). scan.l cuts each with a NOTICE 42622 (scansup.c
+    truncate_identifier(…, warn=true)); a text the scanner refuses has none here (its
+    syntax error is the parser's)."""
+    if len(sql) < 64:
+        return []
+    data = sql.encode("utf-8", "surrogatepass")
+    try:
+        tokens = scan(sql)
+    except ParseError:
+        return []
+    out = []
+    for tok in tokens:
+        if tok.name != "IDENT" or tok.end - tok.start < 63:
+            continue
+        raw = data[tok.start:tok.end + 1].decode("utf-8", "surrogatepass")
+        # quoted: "" is a quote; unquoted: ASCII letters lower-cased (downcase_identifier)
+        name = raw[1:-1].replace('""', '"') if raw.startswith('"') else downcase_identifier(raw)
+        cut = truncate_identifier(name)
+        if cut != name:
+            out.append((name, cut))
+    return out
 
 
 def unsupported(sql: str) -> ServerError:
@@ -1054,6 +1080,10 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
 def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[Any]) -> list[tuple[Any, ...]]:
     server = engine.server
     major = engine.major
+    # The slot (and the plugin) are `name` arguments: namein cuts a longer text to
+    # NAMEDATALEN-1 bytes silently (name.c), before ReplicationSlotValidateName sees it.
+    names = 2 if name == "pg_create_logical_replication_slot" else 1
+    args = [truncate_identifier(a) if i < names and isinstance(a, str) else a for i, a in enumerate(args)]
     if name == "pg_create_logical_replication_slot":
         most = majors.major(major).create_slot_function_args
         if not 2 <= len(args) <= most:

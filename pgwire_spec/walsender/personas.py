@@ -15,6 +15,7 @@ from typing import Any
 from .. import majors
 from ..errors import OptionError, PgWireError
 from ..majors import Major
+from ..replication.commands import truncate_identifier
 
 __all__ = ["Persona", "persona", "PERSONAS", "ServerError", "StreamOptions"]
 
@@ -234,7 +235,7 @@ def split_identifiers(text: str) -> list[str] | None:
             name = text[j:i].lower()
             if not name:
                 return None
-        out.append(name)
+        out.append(truncate_identifier(name))  # varlena.c SplitIdentifierString: silently
         while i < n and text[i].isspace():
             i += 1
         if i >= n:

@@ -23,10 +23,10 @@ def _outcome(text: str, major: int, minor: int | None) -> object:
     try:
         cmd = parse_command(text, server_major=major, server_minor=minor)
     except CommandSyntaxError as exc:
-        return ("error", exc.position, exc.expected, exc.found)
+        return ("error", exc.position, exc.expected, exc.found, exc.truncated)
     except OptionError as exc:
         return ("option error", str(exc))
-    return (cmd, None if cmd is None else cmd.style)
+    return (cmd, None if cmd is None else (cmd.style, cmd.truncated))
 
 
 @contextmanager
@@ -122,6 +122,16 @@ def test_runs_of_one_shape_read_what_the_token_parser_reads(
     with tokens_only():
         slow = _outcome(text, major, minor)
     assert fast == slow, text
+
+
+def test_identifiers_over_63_bytes_are_cut_and_reported_in_order() -> None:
+    long_slot, long_opt, long_value = "S" * 70, "o" * 64, "é" * 40  # é: 2 bytes, cut at 31 characters
+    cmd = parse_command(f"CREATE_REPLICATION_SLOT {long_slot} LOGICAL pgoutput ({long_opt} {long_value}, b)")
+    assert cmd is not None and cmd.slot_name == "s" * 63
+    assert cmd.truncated == (("s" * 70, "s" * 63), (long_opt, long_opt[:63]), (long_value, "é" * 31))
+    with pytest.raises(CommandSyntaxError) as err:
+        parse_command(f'START_REPLICATION SLOT "{long_slot}" PHYSICAL x')
+    assert err.value.truncated == ((long_slot, long_slot[:63]),)
 
 
 def _plugin_options(size: int) -> str:
