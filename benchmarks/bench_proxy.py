@@ -75,6 +75,14 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _children(pid: int) -> bool:
+    """Whether process *pid* has a child alive (proc(5): /proc/PID/task/TID/children)."""
+    try:
+        return any(p.read_text().strip() for p in Path(f"/proc/{pid}/task").glob("*/children"))
+    except OSError:
+        return False
+
+
 def settle(pid: int, done: Any = None, timeout: float = 120) -> None:
     """Wait until process *pid* stops using CPU (and *done()* holds): it finished its
     deferred checks and its recording."""
@@ -84,7 +92,7 @@ def settle(pid: int, done: Any = None, timeout: float = 120) -> None:
     while time.monotonic() < deadline:
         now = cpu_seconds(pid)
         # done, and then no CPU for two samples (a fixture writer has exited and been reaped)
-        quiet = quiet + 1 if now == last and (done is None or done()) else 0
+        quiet = quiet + 1 if now == last and (done is None or done()) and not _children(pid) else 0
         if quiet >= 2:
             return
         last = now
