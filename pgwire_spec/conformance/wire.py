@@ -1,4 +1,4 @@
-"""Conformance through the wire, the sans-IO part: cases put into replication sessions, and
+"""Conformance through the wire, the part without I/O: cases put into replication sessions, and
 what a client reported read back into one answer per case.
 
 Many decoders are not libraries one can hand bytes to: they live inside a replication

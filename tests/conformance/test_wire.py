@@ -176,6 +176,19 @@ def test_in_a_jsonl_session_the_cases_after_a_malformed_one_are_tainted() -> Non
         assert s.sent[n] == (len(c.payloads) if c.error is None else c.error.index + 1)
 
 
+def test_a_streamed_transaction_a_case_leaves_open_is_aborted_before_the_next_case() -> None:
+    parallel = [c for c in CASES if c.id.startswith("fixture/pg16/p4-parallel-two_phase-binary-messages/")]
+    # a case that ends between two segments, then one that opens the same xid again
+    pair = next((a, b) for a, b in zip(parallel, parallel[1:])
+                if [p[:1] for p in a.payloads] == [b"S", b"E"] and b.payloads[0][:1] == b"S"
+                and b.payloads[0][1:5] == a.payloads[0][1:5])
+    [s] = plan_sessions("jsonl", list(pair))
+    fillers = [p for p, who in zip(s.payloads, s.owner) if who is None]
+    assert fillers and {p[:1] for p in fillers} == {b"A"}
+    assert fillers[0][1:5] == pair[0].payloads[0][1:5]  # the xid left open
+    assert s.payloads.index(fillers[0]) == len(pair[0].payloads)  # between the two cases
+
+
 def test_what_cannot_be_put_to_a_client_is_not_applicable() -> None:
     end = next(c for c in CASES if c.error is not None and c.error.index == len(c.payloads))
     bad = next(c for c in CASES if c.error is not None and c.error.index < len(c.payloads))
