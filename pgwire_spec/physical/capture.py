@@ -36,7 +36,6 @@ from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive
 from ..servers import Provider, Server
 from ..servers._base import (
-    SETTING_SINCE,
     ClusterProvider,
     LocalCluster,
     describe_server,
@@ -397,8 +396,6 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
         primary.stop_keep()
         assert primary.root is not None
         standby = _Cluster(bin_path, settings=physical_settings(table), lib_dir=lib_dir)
-        # launch() skips start()'s filter: leave out what this major does not know.
-        standby.settings = {k: v for k, v in standby.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         standby.root = new_root()
         standby.root.chmod(0o755)
         user = server_user()

@@ -289,8 +289,6 @@ class LocalCluster:
         """Create and start the cluster; return (host, port)."""
         initdb = self._binary("initdb")
         self._binary("postgres")
-        major = self.binary_major()
-        self.settings = {k: v for k, v in self.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         reap_stale()  # what runs killed before us left behind
         self.root = new_root()
         data, sock = self.root / "data", self.root / "sock"
@@ -317,6 +315,9 @@ class LocalCluster:
         by the server user); return (host, port)."""
         postgres = self._binary("postgres")
         assert self.root is not None
+        # Older servers refuse settings they do not know.
+        major = self.binary_major()
+        self.settings = {k: v for k, v in self.settings.items() if SETTING_SINCE.get(k, 0) <= major}
         sock, log = self.root / "sock", self.root / "postgres.log"
         sock.mkdir(exist_ok=True)
         user = server_user()
