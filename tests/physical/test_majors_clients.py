@@ -310,3 +310,23 @@ def test_incremental_backup_needs_the_full_backups_manifest(served: Served, tmp_
         proc, _ = _basebackup(served, tmp_path / name, "-Fp", f"--incremental={path}")
         assert proc.returncode != 0 and error in proc.stderr, (name, proc.stderr)
         assert not (tmp_path / name).exists()
+
+
+@pytest.mark.skipif(18 not in CLIENTS, reason="needs PostgreSQL 18's client programs (pip install '.[servers]')")
+def test_the_shipped_18_example_serves_the_incremental_chain(tmp_path: Path) -> None:
+    """The shipped recording, no server: full, incremental, combined, verified by 18's tools."""
+    bin_dir = CLIENTS[18]
+    example = Path(__file__).resolve().parents[2] / "fixtures" / "physical" / "pg18-timeline-switch.yaml"
+
+    def run(program: str, *args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([str(bin_dir / program), *args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, (program, proc.stderr)
+        return proc
+
+    full, incr, combined = tmp_path / "full", tmp_path / "incr", tmp_path / "combined"
+    with SyncFakeWalsender(str(example)) as server:
+        run("pg_basebackup", "-d", _dsn(server), "-D", str(full), "--no-sync")
+        run("pg_basebackup", "-d", _dsn(server), "-D", str(incr), "--no-sync",
+            f"--incremental={full / 'backup_manifest'}")
+    run("pg_combinebackup", "--no-sync", "-o", str(combined), str(full), str(incr))
+    assert "backup successfully verified" in run("pg_verifybackup", str(combined)).stdout
