@@ -533,5 +533,44 @@ def verify_recording(rec: PhysicalRecording) -> tuple[int, list[str]]:
                 if end != payload.wal_end and end % rec.block_size and end not in boundaries.get(m.timeline, ()):
                     problems.append(f"{mid}: XLogData ends at {format_lsn(end)}, neither walEnd, a page boundary "
                                     "nor a record boundary")
+    problems += _backup_problems(rec, where)
     return count, problems
+
+
+def _backup_problems(rec: PhysicalRecording, where: str) -> list[str]:
+    """A recorded backup lies in its timeline's recorded WAL, its backup_label names its
+    start, an incremental one names a backup before it, and its manifest (13+) lists the
+    recorded files with their sizes."""
+    import json
+
+    out = []
+    for b in rec.backups:
+        bw = f"{where}: backups/{b.name}"
+        try:
+            first, last = rec.store.range(b.timeline)
+        except WalError:
+            out.append(f"{bw}: timeline {b.timeline} has no recorded WAL")
+            continue
+        if not first <= b.start_lsn <= b.end_lsn <= last:
+            out.append(f"{bw}: {format_lsn(b.start_lsn)}..{format_lsn(b.end_lsn)} outside the recorded WAL of "
+                       f"timeline {b.timeline} ({format_lsn(first)}..{format_lsn(last)})")
+        start = (b.label_field("START WAL LOCATION") or "").split(" ")[0]
+        if start != format_lsn(b.start_lsn):
+            out.append(f"{bw}: backup_label starts at {start or 'nothing'}, the backup at {format_lsn(b.start_lsn)}")
+        prior = b.incremental_from
+        if prior is not None and not any((o.start_lsn, o.timeline) == prior for o in rec.backups):
+            out.append(f"{bw}: incremental from {format_lsn(prior[0])} on timeline {prior[1]}, no recorded backup "
+                       "starts there")
+        if b.manifest is None:
+            continue
+        try:
+            listed = {f["Path"]: f["Size"] for f in json.loads(b.manifest)["Files"] if f["Path"] != "backup_label"}
+        except (ValueError, KeyError, TypeError):
+            out.append(f"{bw}: the manifest does not read as a backup manifest")
+            continue
+        recorded = {f.path: len(f.content) for f in b.files if f.content is not None}
+        if listed != recorded:
+            diff = sorted(set(listed.items()) ^ set(recorded.items()))[:3]
+            out.append(f"{bw}: the manifest and the recorded files differ: {diff}")
+    return out
 

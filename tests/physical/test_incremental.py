@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import tarfile
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from pgwire_spec.lsn import format_lsn
 from pgwire_spec.physical import read_recording
 from pgwire_spec.physical.backup import BackupFile, RecordedBackup, backup_label, parse_manifest_start
-from pgwire_spec.physical.recording import parse_recording, render_recording
+from pgwire_spec.physical.recording import parse_recording, render_recording, verify_recording
 from pgwire_spec.physical.scenario import FIXTURES
 from pgwire_spec.walsender import Scenario
 from pgwire_spec.walsender.core import ServerState
@@ -201,3 +202,15 @@ def test_before_17_upload_manifest_is_not_a_command(recording: Any) -> None:
     # Not a replication command of 16's grammar: SQL, which a physical walsender refuses.
     err = _error(_pair(recording, "16.4").query("UPLOAD_MANIFEST"))
     assert (err["C"], err["M"]) == ("08P01", "cannot execute SQL commands in WAL sender for physical replication")
+
+
+def test_verify_recording_checks_the_backups(recording: Any) -> None:
+    full, incr = _backups(recording)
+    assert verify_recording(recording)[1] == []
+    cut = replace(full, files=tuple(replace(f, content=f.content[:-1]) if f.path == "PG_VERSION" else f
+                                    for f in full.files))
+    moved = replace(incr, label=incr.label.replace(b"INCREMENTAL FROM LSN: ", b"INCREMENTAL FROM LSN: 1"))
+    problems = verify_recording(replace(recording, backups=(cut, moved)))[1]
+    assert any("backups/full: the manifest and the recorded files differ" in p and "PG_VERSION" in p
+               for p in problems), problems
+    assert any("backups/incremental: incremental from" in p for p in problems), problems
