@@ -415,7 +415,9 @@ def _html(result: RunResult) -> str:
         + "<h2>Message kind × protocol version (payloads judged: passed/total)</h2>"
         + html_table(["message", *(f"protocol {pv}" for pv in versions)], rows)
         + f"<p>{skipped} case(s) skipped{' (SHOULD cases run only with --strict)' if not result.strict else ''}.</p>"
-        f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"
+        + "".join(f"<p>{n} case(s) {esc(reason)}</p>" for reason, n in _skip_reasons(result.verdicts, result.profile).items()
+                  if reason.startswith("not applicable"))
+        + f"<h2>Failures ({result.count('failed')})</h2>{''.join(failures) or '<p>none</p>'}"
         + (f"<p>… and {len(failed) - _HTML_FAILURES} more failures: every one, with its hex, expected and actual "
            f"answer, is in index.json and junit.xml.</p>" if len(failed) > _HTML_FAILURES else "")
         + "<h2>Most frequent failures</h2><table class=\"m\">"

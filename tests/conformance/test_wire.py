@@ -323,7 +323,9 @@ def test_conform_client_on_the_command_line(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "conforms to its profile" in run.stdout and "not applicable" in run.stdout
-    assert (tmp_path / "junit.xml").is_file()
+    assert "not applicable: pg_recvlogical writes" in (tmp_path / "report.html").read_text()
+    assert "not applicable: pg_recvlogical writes" in (tmp_path / "junit.xml").read_text()
+    assert json.loads((tmp_path / "index.json").read_text())["summary"]["not applicable"] > 0
     bad = subprocess.run([sys.executable, "-m", "pgwire_spec", "conform", "--decoder", "reference",
                           "--client-kind", "jsonl"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--client-kind goes with --client" in bad.stderr
