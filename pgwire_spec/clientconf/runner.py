@@ -6,7 +6,6 @@ hook, and the case's oracle over the transcript once the window closes."""
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import threading
 import time
@@ -14,21 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PgWireError
+from ..conformance.command import PLACEHOLDERS, ClientCommandError, check_command
 from ..walsender import Scenario, SyncFakeWalsender
 from ..walsender._history import compile_history
 from .cases import CASES, ClientCase, Grade, Run, parse_hook
 
 __all__ = ["ClientResult", "ClientCommandError", "run_client", "PLACEHOLDERS"]
 
-PLACEHOLDERS = ("dsn", "slot", "host", "port", "user", "password")
-
 #: Lines of the client's stderr kept per case (shown with a failure).
 _STDERR_LINES = 20
-
-
-class ClientCommandError(PgWireError, ValueError):
-    """The client's command line cannot be used (empty, an unknown placeholder)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,24 +40,6 @@ class ClientResult:
     @property
     def ok(self) -> bool:
         return not self.count("failed")
-
-
-def check_command(command: str | Sequence[str], placeholders: Sequence[str] = PLACEHOLDERS) -> list[str]:
-    """The command's words (placeholders unfilled); a typed error for an unusable one."""
-    try:
-        words = shlex.split(command) if isinstance(command, str) else list(command)
-    except ValueError as exc:
-        raise ClientCommandError(f"expected a shell-like client command line, found {command!r} ({exc})") from None
-    if not words:
-        raise ClientCommandError("expected a client command line, found an empty one")
-    values = {k: "" for k in placeholders}
-    for w in words:
-        try:
-            w.format(**values)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ClientCommandError(f"expected placeholders among {{{'}, {'.join(placeholders)}}} in the client "
-                                     f"command, found {w!r} ({exc!r})") from None
-    return words
 
 
 def _reader(stream: Any, sink: Callable[[str], None]) -> None:

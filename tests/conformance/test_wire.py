@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from pgwire_spec.clientconf.runner import ClientCommandError
 from pgwire_spec.conformance import AdapterError, Profile, open_client, open_decoder, run_cases
 from pgwire_spec.conformance.adapters.wire import WireAdapter
 from pgwire_spec.conformance.cases import builtin_cases, derived_malformed_cases, fixture_cases
+from pgwire_spec.conformance.command import ClientCommandError
 from pgwire_spec.conformance.wire import MAX_CASES, JsonlLines, plan_sessions, read_jsonl, read_pgrecvlogical
 from pgwire_spec.corpus.load import fixtures_root
 from pgwire_spec.lsn import format_lsn

@@ -28,12 +28,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...clientconf.runner import PLACEHOLDERS, check_command
 from ...walsender import Scenario, SyncFakeWalsender
 from ...walsender.publications import Publication
 from ...walsender.scenario import RawStream, ServerInfo, Slot
 from ..adapter import Adapter, AdapterError, CaseResult, log_tail, profile_of
 from ..cases import Case
+from ..command import PLACEHOLDERS, check_command
 from ..profile import Profile
 from ..runner import judge
 from ..wire import (
