@@ -40,8 +40,7 @@ class FakeTarget:
         transcript = self.server.state.transcript
         if transcript is None:
             raise LookupError("this server does not record a transcript (start it with --transcript or --control)")
-        entries = transcript.entries
-        return [e.as_json() for e in entries[offset:offset + limit]], len(entries)
+        return transcript.page(offset, limit)
 
     def confirmed_lsn(self, slot: str | None) -> int | None:
         state = self.server.state

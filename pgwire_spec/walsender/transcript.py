@@ -24,6 +24,9 @@ from ..lsn import format_lsn
 
 __all__ = ["Transcript", "Entry"]
 
+#: The spill file's lines indexed every this many (for paging it back).
+_MARK_EVERY = 1024
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -158,7 +161,13 @@ class Transcript:
         self._done = 0
         #: Records dropped from memory (spilled to the file, or gone from the ring).
         self.dropped = 0
+        #: Entries dropped from memory: the position of the first entry kept.
+        self.first_kept = 0
+        self._spill_path = Path(spill_to) if spill_to is not None else None
         self._spill: IO[str] | None = open(spill_to, "w", encoding="utf-8") if spill_to is not None else None  # noqa: SIM115
+        #: The spill file's byte offset of entry i * _MARK_EVERY (its lines are ASCII JSON).
+        self._marks: list[int] = [0]
+        self._spilled_bytes = 0
 
     def add(self, entry: Entry) -> None:
         self._raw.append(entry)
@@ -176,13 +185,29 @@ class Transcript:
         assert self.max_records is not None
         cut = len(self._raw) - self.max_records
         old, self._raw = self._raw[:cut], self._raw[cut:]
+        entries = _expand(old)
         if self._spill is not None:
-            self._spill.write("".join(json.dumps(e.as_json()) + "\n" for e in _expand(old)))
+            self._write_spill(entries)
             self._spill.flush()
+        self.first_kept += len(entries)
         self.dropped += cut
         # expanded entries are rebuilt from what is kept
         self._expanded = []
         self._done = 0
+
+    def _write_spill(self, entries: list[Entry]) -> None:
+        assert self._spill is not None
+        at, size = self.first_kept, self._spilled_bytes
+        lines = []
+        for e in entries:
+            if at % _MARK_EVERY == 0 and at // _MARK_EVERY == len(self._marks):
+                self._marks.append(size)
+            line = json.dumps(e.as_json()) + "\n"  # ASCII (ensure_ascii): a character is a byte
+            lines.append(line)
+            size += len(line)
+            at += 1
+        self._spill.write("".join(lines))
+        self._spilled_bytes = size
 
     def close(self) -> None:
         """With ``spill_to``: write what is still in memory to the file and close it."""
@@ -190,6 +215,36 @@ class Transcript:
             self._spill.write("".join(json.dumps(e.as_json()) + "\n" for e in _expand(self._raw)))
             self._spill.close()
             self._spill = None
+
+    def page(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Entries *offset* … *offset* + *limit* - 1 counted from the first entry ever
+        recorded, in their JSON form, and how many were recorded. Those no longer in memory
+        are read back from the spill file; without one (a ring), each is
+        ``{"event": "no longer kept"}``."""
+        total = self.first_kept + len(self.entries)
+        stop = min(offset + limit, total)
+        out: list[dict[str, Any]] = []
+        if offset < self.first_kept:
+            upto = min(stop, self.first_kept)
+            if self._spill_path is None:
+                out = [{"event": "no longer kept"} for _ in range(offset, upto)]
+            else:
+                out = self._read_spill(offset, upto)
+        if stop > self.first_kept:
+            kept = self.entries
+            out += [e.as_json() for e in kept[max(offset, self.first_kept) - self.first_kept:stop - self.first_kept]]
+        return out, total
+
+    def _read_spill(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Spilled entries [start, stop): from the nearest mark, skipping fewer than
+        _MARK_EVERY lines (bounded time and memory per page)."""
+        assert self._spill_path is not None
+        mark = start // _MARK_EVERY
+        with open(self._spill_path, "rb") as f:
+            f.seek(self._marks[mark])
+            for _ in range(start - mark * _MARK_EVERY):
+                f.readline()
+            return [json.loads(f.readline()) for _ in range(start, stop)]
 
     @property
     def entries(self) -> list[Entry]:

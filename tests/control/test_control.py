@@ -279,3 +279,29 @@ def test_slot_faults_over_http(tmp_path: Path) -> None:
                  and (e.get("payload") or {}).get("reply_requested")]
         assert asked, "no keepalive asked for a reply"
         assert not any("replication timeout" in e.get("event", "") for e in entries)
+
+
+def test_transcript_pages_older_than_the_ring_come_from_the_spill_file(tmp_path: Path) -> None:
+    """``--transcript FILE --transcript-limit N``: memory holds the last records only, yet a
+    client paging from 0 gets every entry, in order, as the file holds them."""
+    spill = tmp_path / "transcript.jsonl"
+    with served(ACCOUNTS, tmp_path, "--transcript", str(spill), "--transcript-limit", "10") as info:
+        for _ in range(12):  # a dozen short sessions: well past twice the ring
+            conn, cur = _psycopg2(info["dsn"])
+            cur.execute("IDENTIFY_SYSTEM")
+            cur.fetchall()
+            conn.close()
+        ctl = ControlClient(info["control"])
+        deadline = time.monotonic() + 10
+        while ctl.transcript(0, 1)[1] < 12 * 8 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the last connection's end is recorded a moment after the close
+        paged = list(ctl.iter_transcript(page=7))
+        _, total = ctl.transcript(0, 1)
+        first_page, _ = ctl.transcript(0, 3)
+    assert len(paged) == total > 12 * 8
+    assert all("no longer kept" != e.get("event") for e in paged)
+    assert first_page == paged[:3] and paged[0]["connection"] == 1   # the first session, long spilled
+    assert [e["connection"] for e in paged] == sorted(e["connection"] for e in paged)
+    # the file, complete once the server stopped, holds the same entries
+    on_file = [json.loads(line) for line in spill.read_text().splitlines()]
+    assert on_file[:len(paged)] == paged

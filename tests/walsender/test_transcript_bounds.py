@@ -57,6 +57,25 @@ def test_spilled_to_a_file_every_entry_is_there(tmp_path: Path) -> None:
     assert lines == [json.loads(json.dumps(e.as_json())) for e in full.entries]
 
 
+def test_pages_read_back_what_memory_no_longer_holds(tmp_path: Path) -> None:
+    full = _session().transcript
+    spilled = _session(Transcript(max_records=50, spill_to=tmp_path / "t.jsonl")).transcript
+    ring = _session(Transcript(max_records=50)).transcript
+    assert full is not None and spilled is not None and ring is not None
+    everything = [json.loads(json.dumps(e.as_json())) for e in full.entries]
+    assert spilled.first_kept > 1024  # pages cross the file's index marks
+    for size in (97, 1000, 5000):
+        pages = [spilled.page(at, size) for at in range(0, len(everything), size)]
+        assert all(total == len(everything) for _, total in pages)
+        assert [json.loads(json.dumps(e)) for page, _ in pages for e in page] == everything
+    for at in (0, 1023, 1024, 1025, spilled.first_kept - 1, spilled.first_kept, len(everything) - 1):
+        assert [json.loads(json.dumps(e)) for e in spilled.page(at, 2)[0]] == everything[at:at + 2]
+    # a ring without a file: the same positions, the dropped ones marked as such
+    page, total = ring.page(0, len(everything))
+    assert total == len(everything) and page[0] == {"event": "no longer kept"}
+    assert [json.loads(json.dumps(e)) for e in page[ring.first_kept:]] == everything[ring.first_kept:]
+
+
 def test_a_bad_bound_is_refused() -> None:
     with pytest.raises(ValueError, match="max_records"):
         Transcript(max_records=0)
