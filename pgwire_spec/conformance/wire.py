@@ -46,7 +46,7 @@ from ..jsonform import to_json
 from ..lsn import parse_lsn
 from ..pgoutput import messages as m
 from ..pgoutput._codec import encode
-from ..pgoutput.decoder import PgOutputDecoder
+from ..pgoutput.decoder import DECODER_OPTIONS, PgOutputDecoder
 from .adapter import CaseResult
 from .adapters.reference import decode_case as reference_decode
 from .cases import Case, kind_of
@@ -133,9 +133,7 @@ class _Continuity:
 
     def __init__(self, context: Mapping[str, Any]) -> None:
         self.parallel = context.get("streaming") == "parallel"
-        self.decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in
-                                                      ("protocol_version", "streaming", "two_phase", "binary",
-                                                       "messages") if k in context})
+        self.decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in DECODER_OPTIONS if k in context})
         self.broken = False
 
     def takes(self, case: Case, alone: Sequence[Mapping[str, Any]]) -> bool:
