@@ -245,3 +245,35 @@ def test_a_fixture_written_by_the_child_process_is_the_one_written_here(tmp_path
     assert here is not None and apart is not None and here.name == apart.name
     assert here.read_bytes() == apart.read_bytes()
     assert s.spool is not None and [raw for *_, raw in s.spool.read()] == [r for _, r in msgs]
+
+
+def test_a_recorded_session_keeps_no_message_in_memory() -> None:
+    """Validating and recording a stream 20 times longer holds no more memory than a short
+    one (the spool is a file; a run of the stream is one write)."""
+    import tempfile
+    import tracemalloc
+
+    msgs = _messages()
+    head = msgs[:27]
+    xlog = [r for d, r in msgs[27:] if d == "B" and r[:1] == b"d" and r[5:6] == b"w"]
+    xl = b"".join(xlog)
+    with tempfile.TemporaryFile() as file:
+        state = ProxyState(spool_file=lambda _id: file)
+        s = state.connect()
+        for d, r in head:
+            (s.from_client if d == "F" else s.from_server)(r, 0.0)
+        grown = []
+        start = s.spool.count if s.spool is not None else 0
+        tracemalloc.start()
+        try:
+            for rounds in (20, 400):
+                before = tracemalloc.get_traced_memory()[0]
+                for _ in range(rounds):
+                    s.defer(xl, 1.0)
+                    s.catch_up()
+                grown.append(tracemalloc.get_traced_memory()[0] - before)
+        finally:
+            tracemalloc.stop()
+        assert s.spool is not None and s.spool.count == start + 420 * len(xlog)
+        assert state.violations == []
+        assert grown[1] < 64 * 1024, grown  # 20 times the messages, a few index marks more
