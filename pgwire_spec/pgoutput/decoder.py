@@ -656,6 +656,16 @@ class PgOutputDecoder:
         if msg.xid not in self.open_streams:
             if self.streaming == "off":
                 return  # erratum E-PG18-STRAY-STREAM-ABORT, noted in _check_negotiated
+            if msg.subtransaction_xid != msg.xid:
+                # Erratum E-PG18-STRAY-STREAM-ABORT: 18 also sends it, for an xid it never
+                # streamed, to a client that asked for streaming. Not an error.
+                self.warnings.append(DecodeError(
+                    "stray-stream-abort", expected="a Stream Abort of a streamed xid",
+                    found=f"a Stream Abort of subtransaction {msg.subtransaction_xid} of xid {msg.xid}, "
+                          "never streamed (PostgreSQL 18 sends these)",
+                    index=index, tag="A", context=self._context(),
+                ))
+                return
             self._violation(
                 "stream-xid-not-open", f"one of the streamed xids {sorted(self.open_streams)}",
                 f"xid {msg.xid}", index, msg.tag, "StreamAbort.xid",

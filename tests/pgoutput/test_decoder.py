@@ -188,6 +188,17 @@ def test_pg18_stray_stream_abort_without_streaming_is_not_an_error() -> None:
     assert [w.rule for w in d.warnings] == ["stray-stream-abort"]
 
 
+@pytest.mark.parametrize(("streaming", "tail"), [("on", ()), ("parallel", (1000, 2000))])
+def test_pg18_stray_stream_abort_of_a_never_streamed_xid_with_streaming(streaming: str, tail: tuple[int, ...]) -> None:
+    # 18 sends (xid, subxid) for a transaction it discarded unstreamed, to streaming clients too
+    # (erratum E-PG18-STRAY-STREAM-ABORT); a whole-transaction abort of such an xid it never sends.
+    d, out = run([StreamAbort(5, 6, *tail)], protocol_version=4, streaming=streaming)
+    assert out == [StreamAbort(5, 6, *tail)] and [w.rule for w in d.warnings] == ["stray-stream-abort"]
+    assert d.open_streams == set()
+    d.finish()
+    assert rule_of([StreamAbort(5, 5, *tail)], protocol_version=4, streaming=streaming) == ("stream-xid-not-open", 0)
+
+
 def test_finish_reports_an_unterminated_transaction() -> None:
     d, _ = run([Begin(100, 1, 5)])
     with pytest.raises(DecodeError) as info:
