@@ -408,6 +408,9 @@ class _Delegate:
     def fault_shutdown(self) -> bool:
         return False  # not a fault the physical streams know
 
+    def fault_stray_stream_abort(self, fault: Fault) -> bool:
+        return False  # no pgoutput in a physical stream
+
     def end_after_error(self) -> None:
         self._finish()
 

@@ -9,7 +9,9 @@ import bisect
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError
+from ..pgoutput._codec import encode
 from ..pgoutput.decoder import PgOutputDecoder
+from ..pgoutput.messages import StreamAbort
 from ..replication import commands as rc
 from ..replication import frames
 from ..replication.messages import (
@@ -145,6 +147,27 @@ class _Streaming:
         self.messages_sent += 1
         if self.server.transcript is not None:
             self._record("B", None, PrimaryKeepalive(wal_end, now, reply_requested))
+
+    def _stray_stream_abort(self, f: Fault) -> None:
+        """PostgreSQL 18's Stream Abort of a transaction it never streamed (erratum
+        E-PG18-STRAY-STREAM-ABORT): reorderbuffer.c marks the subtransactions of an aborted
+        transaction it discards unstreamed as streamed (ReorderBufferTruncateTXN), and
+        ReorderBufferAbort then calls stream_abort for them, whatever the client negotiated.
+        pgoutput.c (pgoutput_stream_abort) writes the abort LSN and time only for streaming =
+        parallel; logical.c (stream_abort_cb_wrapper) writes it at the abort record's end."""
+        st = self.stream
+        assert st is not None
+        first = self.server.scenario.server.first_xid
+        xid = f.xid if f.xid is not None else first - 2 if first >= 5 else 1 << 31
+        ts = self.server.pg_now()
+        lsn = st.wal_end
+        tail = st.options.streaming == "parallel"
+        msg = StreamAbort(xid, xid + 1, lsn if tail else None, ts if tail else None)
+        payload = encode(msg)
+        self.out.append(frames.xlog_data(lsn, lsn, ts, payload))
+        self.messages_sent += 1
+        if self.server.transcript is not None:
+            self._record("B", None, XLogData(lsn, lsn, ts, payload), msg)
 
     def _end_stream(self, *, copy_done: bool) -> None:
         st = self.stream
@@ -448,3 +471,7 @@ class _LogicalStream:
 
     def end_after_error(self) -> None:
         self.conn._end_stream(copy_done=False)
+
+    def fault_stray_stream_abort(self, fault: Fault) -> bool:
+        self.conn._stray_stream_abort(fault)
+        return True

@@ -21,6 +21,7 @@ In a scenario file::
       - {action: drop_slot, after_seconds: 1}                              # slot dropped behind its back
       - {action: hold_slot, after_messages: 4, seconds: 5}                 # RST; slot stays active 5 s
       - {action: invalidate_slot, slot: s, reason: idle_timeout}           # at once (no trigger, a slot)
+      - {action: stray_stream_abort, kind: Commit, after_messages: 2}      # 18's unsolicited Stream Abort
 
 ``after_messages: N`` fires before the stream's message number N (0-based: after N
 XLogData messages were sent on that connection); ``after_seconds: S`` fires S seconds after
@@ -43,7 +44,7 @@ from typing import Any
 
 from ..pgoutput.messages import MESSAGE_TYPES
 
-__all__ = ["Fault", "ACTIONS", "SLOT_ACTIONS", "parse_faults", "FaultBook", "check_slot_fault"]
+__all__ = ["Fault", "ACTIONS", "SLOT_ACTIONS", "STRAY_ABORT_AFTER", "parse_faults", "FaultBook", "check_slot_fault"]
 
 #: action -> what it does
 ACTIONS: dict[str, str] = {
@@ -65,11 +66,19 @@ ACTIONS: dict[str, str] = {
     "drop_slot": "drop the slot (`slot`, else the connection's); the connection using it ends with FATAL 57P01",
     "hold_slot": "reset the connection; its slot stays active for `seconds` (reconnects meet 55006); at once: the "
                  "slot active for another backend that long",
+    "stray_stream_abort": "send a Stream Abort (`xid`, `xid` + 1) of a transaction never streamed, between "
+                          "transactions, whatever the client negotiated, as PostgreSQL 18 does (erratum "
+                          "E-PG18-STRAY-STREAM-ABORT); place it with `kind` (a message that ends a transaction) "
+                          "or after_messages: 0",
 }
 
 #: The faults that act on a slot (ServerState.slot_fault).
 SLOT_ACTIONS = frozenset({"invalidate_slot", "drop_slot", "hold_slot"})
 
+
+#: The kinds after which a stray Stream Abort falls between transactions, as a server sends it.
+STRAY_ABORT_AFTER = ("Commit", "StreamStop", "StreamCommit", "StreamAbort", "Prepare", "CommitPrepared",
+                     "RollbackPrepared", "StreamPrepare")
 
 #: The longest time a fault waits or lasts (a week): finite, so deadlines stay numbers.
 MAX_SECONDS = 7 * 86400.0
@@ -95,6 +104,9 @@ class Fault:
     kind: str | None = None
     #: invalidate_slot: the cause (pg_replication_slots.invalidation_reason).
     reason: str | None = None
+    #: stray_stream_abort: the aborted transaction's xid (its subtransaction is xid + 1);
+    #: default: two below the scenario's first xid (a transaction older than the stream's).
+    xid: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("after_messages", "connection", "times", "offset", "keep"):
@@ -128,6 +140,15 @@ class Fault:
             raise ValueError(f"reason is for invalidate_slot, found it with {self.action}")
         if self.action == "hold_slot" and not self.seconds:
             raise ValueError("fault hold_slot needs seconds > 0 (how long the slot stays active)")
+        if self.xid is not None and (self.action != "stray_stream_abort" or not 3 <= self.xid < (1 << 32) - 1):
+            raise ValueError(f"xid is for stray_stream_abort, from 3 to 2^32-2, found {self.xid} with {self.action}")
+        if self.action == "stray_stream_abort" and self.kind not in STRAY_ABORT_AFTER and (
+                self.kind is not None or self.after_messages != 0):
+            raise ValueError("fault stray_stream_abort goes between transactions, as a server sends it: expected "
+                             f"kind among {', '.join(STRAY_ABORT_AFTER)} or after_messages: 0, found "
+                             + (f"kind {self.kind}" if self.kind else
+                                f"after_messages: {self.after_messages}" if self.after_messages is not None
+                                else f"after_seconds: {self.after_seconds}"))
         if self.severity not in ("ERROR", "FATAL", "PANIC"):
             raise ValueError(f"expected severity ERROR, FATAL or PANIC, found {self.severity!r}")
 

@@ -62,6 +62,10 @@ class FaultTarget(Protocol):
     def end_after_error(self) -> None:
         """Leave the stream after a non-fatal ErrorResponse: back to ReadyForQuery."""
 
+    def fault_stray_stream_abort(self, fault: Fault) -> bool:
+        """Send PostgreSQL 18's unsolicited Stream Abort; False when the stream carries no
+        pgoutput (the fault then does nothing)."""
+
 
 def apply_fault(conn: Connection, f: Fault, target: FaultTarget, now: float) -> str:
     """Apply a fault that is due, for every kind of stream: ``"stop"`` (produce nothing more
@@ -93,6 +97,9 @@ def apply_fault(conn: Connection, f: Fault, target: FaultTarget, now: float) -> 
         return "go"
     if a == "shutdown":
         return "stop" if target.fault_shutdown() else a
+    if a == "stray_stream_abort":
+        target.fault_stray_stream_abort(f)
+        return "go"
     if a in SLOT_ACTIONS:
         conn.server.slot_fault(f, conn)
         return "stop"

@@ -221,6 +221,37 @@ def test_a_fault_added_over_http_acts_on_the_next_message(tmp_path: Path) -> Non
 
 
 @pytest.mark.clients
+def test_a_stray_stream_abort_added_over_http(tmp_path: Path) -> None:
+    """PostgreSQL 18's unsolicited Stream Abort, added over HTTP while the stream is held:
+    it arrives right after the next Commit, psycopg2 hands it over like any XLogData, and the
+    strict reference decoder reads the whole stream with one stray-stream-abort warning. A
+    placement a server never uses is a 400 naming what was expected."""
+    data = items(18, small=6, big=4, initial=0, rollback_in_big=False)
+    data["faults"] = [{"action": "delay", "after_messages": 5, "seconds": 1.5}]
+    with served(data, tmp_path) as info:
+        ctl = ControlClient(info["control"])
+        with pytest.raises(ControlClientError, match="between transactions"):
+            ctl.add_fault({"action": "stray_stream_abort", "kind": "Insert", "after_messages": 1})
+        conn, cur = _psycopg2(info["dsn"])
+        try:
+            cur.create_replication_slot("s", output_plugin="pgoutput")
+            cur.start_replication(slot_name="s", decode=False, options={"proto_version": "1", "publication_names": "pub"})
+            first = _read(cur, 5)
+            fid = ctl.add_fault({"action": "stray_stream_abort", "kind": "Commit", "after_messages": 1, "xid": 600})
+            assert any(f["id"] == fid and f["fault"]["action"] == "stray_stream_abort" for f in ctl.faults())
+            rest = _read(cur, 4)
+            tags = [m.payload[:1] for m in first + rest]
+            assert tags == [b"B", b"R", b"I", b"C", b"B", b"I", b"C", b"A", b"B"]
+            assert rest[2].payload == b"A" + (600).to_bytes(4, "big") + (601).to_bytes(4, "big")
+            dec = PgOutputDecoder(protocol_version=1)
+            for m in first + rest:
+                dec.decode(m.payload)
+            assert [w.rule for w in dec.warnings] == ["stray-stream-abort"]
+        finally:
+            conn.close()
+
+
+@pytest.mark.clients
 def test_slot_faults_over_http(tmp_path: Path) -> None:
     """The slot lifecycle from the control plane, against a `serve` started with
     --wal-sender-timeout: a slot held by a client is invalidated at once over HTTP (the client

@@ -250,3 +250,56 @@ def test_a_fault_by_kind_far_ahead_of_what_is_rendered_fires_in_place() -> None:
     out = writes(c.query(START))
     assert sum(w.data[:1] == b"C" for w in out) == 400 and out[-1].data[:1] == b"C"
     assert c.closed is not None and c.closed.reset
+
+
+@pytest.mark.parametrize(("version", "streaming"), [(1, "off"), (2, "on"), (4, "parallel")])
+def test_stray_stream_abort_between_transactions_as_18_sends_it(version: int, streaming: str) -> None:
+    """PostgreSQL 18's unsolicited Stream Abort (erratum E-PG18-STRAY-STREAM-ABORT): right
+    after the 2nd Commit, (first_xid - 2, first_xid - 1) at the Commit's end, 9 bytes
+    without streaming = parallel, 25 with; every other message as without the fault; the
+    reference decoder accepts the stream with one stray-stream-abort warning."""
+    def stream(*faults: Fault) -> list[Any]:
+        st = ServerState(Scenario.from_dict(items(18, small=10, big=20, auth="trust", rollback_in_big=False)),
+                         extra_faults=list(faults))
+        c = Client(st)
+        c.startup("replicator")
+        c.query("CREATE_REPLICATION_SLOT s LOGICAL pgoutput (SNAPSHOT 'nothing')")
+        extra = "" if streaming == "off" else f", streaming '{streaming}'"
+        return writes(c.query(f"START_REPLICATION SLOT s LOGICAL 0/0 (proto_version '{version}', "
+                              f"publication_names 'pub'{extra})"))
+
+    base = stream()
+    got = stream(Fault("stray_stream_abort", kind="Commit", after_messages=2))
+    commits = [i for i, w in enumerate(base) if w.data[:1] == b"C"]
+    at = commits[1] + 1
+    assert got[:at] == base[:at] and got[at + 1:] == base[at:]
+    stray = got[at]
+    first = Scenario.from_dict(items(18)).server.first_xid
+    commit_end = int.from_bytes(base[at - 1].data[10:18], "big")
+    assert stray[:8] == commit_end.to_bytes(8, "big")  # dataStart: where the abort was decoded
+    want = b"A" + (first - 2).to_bytes(4, "big") + (first - 1).to_bytes(4, "big")
+    tail = streaming == "parallel"
+    assert stray.data[:9] == want and len(stray.data) == (25 if tail else 9)
+    if tail:
+        assert stray.data[9:17] == stray[:8]  # the abort LSN
+    dec = PgOutputDecoder(protocol_version=version, streaming=streaming)  # strict
+    for w in got:
+        dec.decode(w.data)
+    dec.finish()
+    assert [w.rule for w in dec.warnings] == ["stray-stream-abort"]
+    explicit = stream(Fault("stray_stream_abort", kind="Commit", after_messages=2, xid=4000))
+    assert explicit[at].data[1:9] == (4000).to_bytes(4, "big") + (4001).to_bytes(4, "big")
+
+
+def test_stray_stream_abort_is_placed_between_transactions() -> None:
+    """Only where a server sends it: after a message ending a transaction (or before the
+    stream's first); a scenario saying otherwise is refused with what was expected."""
+    (f,) = parse_faults([{"action": "stray_stream_abort", "kind": "StreamCommit", "after_messages": 1, "xid": 900}])
+    assert (f.kind, f.xid) == ("StreamCommit", 900)
+    parse_faults([{"action": "stray_stream_abort", "after_messages": 0}])
+    for bad, says in [({"after_messages": 3}, "after_messages: 3"), ({"kind": "Insert", "after_messages": 1}, "kind Insert"),
+                      ({"after_seconds": 1.0}, "after_seconds: 1.0")]:
+        with pytest.raises(ScenarioError, match="between transactions.*found " + says):
+            parse_faults([{"action": "stray_stream_abort", **bad}])
+    with pytest.raises(ScenarioError, match="xid is for stray_stream_abort"):
+        parse_faults([{"action": "keepalive", "after_messages": 1, "xid": 900}])
