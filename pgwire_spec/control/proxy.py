@@ -86,10 +86,12 @@ class ProxyTarget:
         want = [self._cache.get((cid, i)) for i in range(start, start + count)]
         if all(e is not None for e in want):
             return want  # type: ignore[return-value]
-        spool = self.proxy._sessions[cid].spool
-        assert spool is not None
-        if spool.closed:  # an old connection's (the proxy keeps the last ones)
+        session = self.proxy._sessions.get(cid)
+        if session is None or session.spool is None or session.spool.closed:
+            # an old connection's (the proxy keeps the last ones)
+            self._readers.pop(cid, None)
             return [{"connection": cid, "event": "no longer kept"} for _ in range(count)]
+        spool = session.spool
         front, back, at = self._readers.get(cid) or (FrontendReader(), BackendReader(), [0])
         if at[0] > start:
             front, back, at = FrontendReader(), BackendReader(), [0]

@@ -169,7 +169,8 @@ class ProxyState:
         #: opens the file a connection's recording goes to (default: in memory)
         self.spool_file: Callable[[int], BinaryIO] = spool_file or (lambda _id: io.BytesIO())
         self.sessions: dict[int, ProxySession] = {}
-        self.finished: list[ProxySession] = []
+        #: the last connections that ended
+        self.finished: deque[ProxySession] = deque(maxlen=64)
         self.violations: list[Violation] = []
         self.count = 0
         #: the highest flush position any client confirmed, per slot

@@ -239,18 +239,15 @@ class ReplicationProxy:
             self._tasks.discard(task)
 
     def _release(self, session: ProxySession) -> None:
-        """The connection ended and its recording is written: its spool is closed, or kept
-        for the transcript among the last KEEP_ENDED."""
-        if session.spool is None:
-            return
-        if not self.keep:
-            session.spool.close()
-            return
+        """The connection ended and its recording is written: it is forgotten (its spool
+        closed), or kept for the transcript among the last KEEP_ENDED."""
         self._ended.append(session)
-        while len(self._ended) > KEEP_ENDED:
-            old = self._ended.popleft().spool
-            if old is not None:
-                old.close()
+        while len(self._ended) > (KEEP_ENDED if self.keep else 0):
+            old = self._ended.popleft()
+            self._sessions.pop(old.id, None)
+            self._counts.pop(old.id, None)
+            if old.spool is not None:
+                old.spool.close()
 
     def _written(self, session: ProxySession, write: asyncio.Future[Path | None]) -> None:
         self._writes.discard(write)

@@ -138,3 +138,25 @@ def test_latency_delays_each_message_without_slowing_the_stream() -> None:
     assert created >= 0.6
     # the whole stream arrives in about one latency, not one latency per chunk
     assert 0.6 <= streamed < 3.0, streamed
+
+
+def test_ended_connections_are_forgotten_past_the_last_few(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running proxy keeps the transcript of the last KEEP_ENDED connections that
+    ended; older ones are forgotten (their spools closed) and read as 'no longer kept'."""
+    psycopg2 = pytest.importorskip("psycopg2", reason="psycopg2-binary is in the test extra")
+    from pgwire_spec.control.proxy import ProxyTarget
+    from pgwire_spec.proxy import server
+
+    monkeypatch.setattr(server, "KEEP_ENDED", 2)
+    with SyncFakeWalsender(ACCOUNTS) as fake, proxied(fake.dsn) as proxy:
+        for _ in range(4):
+            psycopg2.connect(proxy.dsn).close()
+        deadline = time.monotonic() + 10
+        while len(proxy._ended) < 2 or proxy.state.sessions:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert sorted(proxy._sessions) == [3, 4]
+        entries, total = ProxyTarget(proxy).transcript_page(0, 1000)
+    assert len(entries) == total > 0
+    assert {e["connection"] for e in entries if e.get("event") == "no longer kept"} == {1, 2}
+    assert {e["connection"] for e in entries if "message" in e} == {3, 4}
