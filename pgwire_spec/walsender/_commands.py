@@ -96,7 +96,8 @@ class _Commands:
         self._check_length(stmt)
         self._truncation_notices(truncated_identifiers(stmt))
         try:
-            return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I")
+            return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I",
+                               self.server.limits)
         except _sql.NotAnswered:
             return self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
 
@@ -200,7 +201,8 @@ class _Commands:
             return False
         if isinstance(cmd, rc.Show):
             name = cmd.name
-            value = _sql.answer(self.server.scenario, persona_, self.server.version, f"SHOW {name}")
+            value = _sql.answer(self.server.scenario, persona_, self.server.version, f"SHOW {name}",
+                                limits=self.server.limits)
             assert isinstance(value, _sql.Result)
             self._result(value.columns, value.rows, "SHOW")
             return False

@@ -469,7 +469,7 @@ class SqlEngine:
     def _setting(self, name: str | None, missing_ok: bool) -> str | None:
         if name is None:
             return None
-        value = setting(self.server.scenario, self.server.persona, self.server.version, name)
+        value = setting(self.server.scenario, self.server.persona, self.server.version, name, self.server.limits)
         if value is None and not missing_ok:
             raise ServerError("42704", f'unrecognized configuration parameter "{name}"')
         return value

@@ -22,7 +22,7 @@ from typing import Any
 from ._relsync import PubTable, publication_tables
 from .personas import Persona, ServerError
 from .publications import Expression, ExpressionError, parse_expression
-from .scenario import Column, Scenario, Table
+from .scenario import Column, Limits, Scenario, Table
 
 __all__ = ["Result", "Command", "CopyOut", "Empty", "NotAnswered", "answer", "setting", "split_statements",
            "quote_ident"]
@@ -189,10 +189,12 @@ def _split_top(text: str) -> list[str]:
 
 
 class _Answerer:
-    def __init__(self, scenario: Scenario, persona: Persona, version: str) -> None:
+    def __init__(self, scenario: Scenario, persona: Persona, version: str, limits: Limits | None = None) -> None:
         self.scenario = scenario
         self.persona = persona
         self.version = version
+        #: The limits in force (the scenario's, or the command line's over them).
+        self.limits = limits if limits is not None else scenario.server.limits
 
     # -- helpers ---------------------------------------------------------------------------
     def pub_tables(self, pubnames: list[str]) -> list[PubTable]:
@@ -260,6 +262,10 @@ class _Answerer:
             "block_size": "8192",
             "wal_block_size": "8192",
             "logical_decoding_work_mem": f"{self.scenario.server.logical_decoding_work_mem // 1024}kB",
+            # The limits the fake enforces, as in force.
+            "wal_sender_timeout": _show_ms(self.limits.wal_sender_timeout),
+            "authentication_timeout": _show_ms(self.limits.authentication_timeout),
+            "max_connections": str(self.limits.max_connections),
         }
         return builtin.get(low)
 
@@ -537,14 +543,28 @@ def _version_num(version: str) -> str:
     return str(int(m.group(1)) * 10000 + int(m.group(2) or 0))
 
 
-def setting(scenario: Scenario, persona: Persona, version: str, name: str) -> str | None:
-    """A setting's value as ``SHOW`` and ``current_setting()`` give it, or None."""
-    return _Answerer(scenario, persona, version).setting(name)
+def _show_ms(seconds: float) -> str:
+    """A time setting as SHOW gives it: in the largest unit that divides its milliseconds
+    (guc.c convert_int_from_base_unit: 60 s is ``1min``), a bare ``0`` for off."""
+    ms = round(seconds * 1000)
+    if ms <= 0:
+        return "0"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
-def answer(scenario: Scenario, persona: Persona, version: str, sql: str, in_transaction: bool = False) -> Answer:
+def setting(scenario: Scenario, persona: Persona, version: str, name: str, limits: Limits | None = None) -> str | None:
+    """A setting's value as ``SHOW`` and ``current_setting()`` give it, or None. *limits*:
+    those in force when not the scenario's."""
+    return _Answerer(scenario, persona, version, limits).setting(name)
+
+
+def answer(scenario: Scenario, persona: Persona, version: str, sql: str, in_transaction: bool = False,
+           limits: Limits | None = None) -> Answer:
     """The answer to one SQL statement, or ServerError."""
-    return _Answerer(scenario, persona, version).answer(sql, in_transaction)
+    return _Answerer(scenario, persona, version, limits).answer(sql, in_transaction)
 
 
 # ------------------------------------------------------------------------------------------

@@ -414,7 +414,7 @@ class _LogicalStream:
         if st is None:
             return Wait(None)
         timeout = self.conn.server.limits.wal_sender_timeout
-        if not timeout or st.done_sending:
+        if not timeout or st.done_sending or st.paused_forever:
             return self.conn._produce(now)
         # walsender.c WalSndCheckTimeOut / WalSndKeepaliveIfNecessary: silent for the whole
         # timeout, the client is dropped (COMMERROR: logged, not sent); silent for half of
@@ -428,7 +428,8 @@ class _LogicalStream:
             self.conn._keepalive(st.wal_end, True)
             return self.conn._flush()
         action = self.conn._produce(now)
-        if isinstance(action, Wait):
+        # A stalled walsender (fault "stall") runs no loop: no timeout either.
+        if isinstance(action, Wait) and not st.paused_forever:
             due = st.last_reply + (timeout if st.pinged else timeout / 2)
             return Wait(due if action.deadline is None else min(action.deadline, due))
         return action

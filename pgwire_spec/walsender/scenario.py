@@ -120,9 +120,9 @@ class Limits:
     #: server asks for a reply (a keepalive with replyRequested), at the end it closes the
     #: connection without a message, "terminating walsender process due to replication
     #: timeout" (walsender.c WalSndKeepaliveIfNecessary, WalSndCheckTimeOut: COMMERROR, to
-    #: the log only). 0 (the default here; PostgreSQL's is 60 s) turns it off, as in
+    #: the log only). PostgreSQL's default, 60 s (guc_tables.c); 0 turns it off, as in
     #: PostgreSQL.
-    wal_sender_timeout: float = 0.0
+    wal_sender_timeout: float = 60.0
 
 
 #: Each limit: the bounds a scenario or the command line may set it to.

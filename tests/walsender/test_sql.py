@@ -17,7 +17,7 @@ from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from pgwire_spec.walsender import ServerState
 from pgwire_spec.walsender.personas import ServerError
-from pgwire_spec.walsender.scenario import Scenario
+from pgwire_spec.walsender.scenario import Limits, Scenario
 from pgwire_spec.wire import (
     CommandComplete,
     CopyData,
@@ -89,6 +89,26 @@ def test_format_type_and_the_attributes_of_each_relation() -> None:
     out = _ok(c.query("SELECT current_setting('wal_level'), version() LIKE 'PostgreSQL 16%', current_user"))
     assert _rows(out) == [("logical", "t", "postgres")]
     assert _ok(c.query("SHOW wal_level"))
+
+
+def test_wal_sender_timeout_reported_as_in_force() -> None:
+    """SHOW (SQL and replication command) and current_setting() give the timeout the fake
+    enforces: PostgreSQL's 60 s by default (guc_tables.c), in SHOW's units (guc.c)."""
+    def shown(state: ServerState) -> list[tuple[str | None, ...]]:
+        c = _client(state)
+        out = _rows(_ok(c.query("SELECT current_setting('wal_sender_timeout'), "
+                                "current_setting('authentication_timeout')")))
+        out += _rows(_ok(c.query("SHOW wal_sender_timeout")))
+        out += _rows(_ok(_client(state, replication="database").query("SHOW wal_sender_timeout")))
+        return out
+
+    assert Limits().wal_sender_timeout == 60.0
+    assert shown(_state()) == [("1min", "1min"), ("1min",), ("1min",)]
+    assert shown(_state(server={"version": "16.4", "wal_sender_timeout": "2s"})) == [("2s", "1min"), ("2s",), ("2s",)]
+    # the command line's override (serve --wal-sender-timeout) is what SHOW reports
+    over = ServerState(_state().scenario, limits=Limits(wal_sender_timeout=1.5))
+    assert shown(over) == [("1500ms", "1min"), ("1500ms",), ("1500ms",)]
+    assert shown(ServerState(_state().scenario, limits=Limits(wal_sender_timeout=0))) == [("0", "1min"), ("0",), ("0",)]
 
 
 def test_parameters_for_the_extended_protocol() -> None:

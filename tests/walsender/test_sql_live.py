@@ -101,6 +101,8 @@ QUERIES = [
     "SELECT slot_name, plugin, slot_type, database, temporary, active, two_phase FROM pg_replication_slots",
     "SELECT current_setting('wal_level'), current_setting('server_encoding'), current_setting('integer_datetimes')",
     "SHOW wal_level",
+    "SHOW wal_sender_timeout",
+    "SELECT current_setting('wal_sender_timeout'), current_setting('authentication_timeout')",
     "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.nspname IN ('public', 'pg_catalog') ORDER BY 1",
     "SELECT pg_current_wal_lsn() IS NOT NULL AS has_position, current_database() = 'postgres'",
 ]
