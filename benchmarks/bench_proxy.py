@@ -209,6 +209,7 @@ def main() -> int:
                 conn.execute("SELECT pg_drop_replication_slot(%s)", (s,))
     finally:
         prov.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the recordings (tens of MB per run)
 
     med = {m: statistics.median(v) for m, v in times.items()}
     print(f"PostgreSQL {args.major} -> pg_recvlogical (/dev/null): {n_tx} transactions x {rows} rows = "
