@@ -68,6 +68,8 @@ class ExpressionError(PgWireError, ValueError):
 _NUMERIC_TYPES = frozenset({"int2", "int4", "int8", "oid", "numeric", "float4", "float8",
                             "smallint", "integer", "bigint", "real", "double precision", "decimal"})
 _BOOL_TYPES = frozenset({"bool", "boolean"})
+#: Collations whose text order is the code point order (pg_collation: C, POSIX, ucs_basic).
+_CODE_POINT_COLLATIONS = frozenset({"C", "POSIX", "ucs_basic"})
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": lambda a, b: bool(a == b),
     "<>": lambda a, b: bool(a != b),
@@ -242,6 +244,17 @@ class _Compiler:
             inner = self.node(node.arg)
             tname = getattr(node.typeName.names[-1], "sval", "")
             return _Node(lambda row, f=inner.eval, t=tname: typed(t, f(row)), f"({inner.text})::{tname}")
+        if isinstance(node, ast.CollateClause):
+            # Text is compared by code point: the C collation's order for UTF-8 (and the
+            # fake database's own collation); any other would order text differently.
+            name = ".".join(getattr(n, "sval", "") for n in node.collname)
+            if name.removeprefix("pg_catalog.") not in _CODE_POINT_COLLATIONS:
+                raise ExpressionError(
+                    'a collation the fake orders text by ("C", "POSIX" or "ucs_basic": by code point; '
+                    "it does not implement the ordering of locale collations)", repr(name))
+            inner = self.node(node.arg)
+            short = name.removeprefix("pg_catalog.")
+            return _Node(inner.eval, f"({inner.text} COLLATE {_quote_ident(short)})", inner.sqltype)
         if isinstance(node, ast.BoolExpr):
             args = [self.node(a) for a in node.args]
             if node.boolop == enums.BoolExprType.NOT_EXPR:

@@ -38,6 +38,9 @@ TYPES = {"id": "int4", "name": "text", "amount": "numeric", "flag": "bool"}
     ("flag = true", {"flag": "f"}, False),
     ("amount >= '1.5'", {"amount": 2}, True),                               # the literal takes the column's type
     ("id <> -3", {"id": -3}, False),
+    ("name < 'b'", {"name": "B"}, True),                                    # the database's collation: C
+    ('name COLLATE "C" < \'b\'', {"name": "a"}, True),
+    ("name COLLATE ucs_basic >= 'b'", {"name": "B"}, False),               # code point order
 ])
 def test_expressions_evaluate_as_the_server_does(text: str, row: dict[str, Any], value: Any) -> None:
     assert parse_expression(text, TYPES).value(row) is value
@@ -48,6 +51,10 @@ def test_expressions_print_as_pg_get_expr_does() -> None:
     assert e.deparsed == "(((amount > (100)::numeric) AND (name IS NOT NULL)) OR (name = ANY (ARRAY['x'::text, 'y'::text])))"
     assert e.columns == {"amount", "name"}
     assert parse_expression("id < 5", TYPES).deparsed == "(id < 5)"
+    # as a real 15's pg_get_expr prints them
+    assert parse_expression('name COLLATE "POSIX" >= \'B\'', TYPES).deparsed == '((name COLLATE "POSIX") >= \'B\'::text)'
+    assert parse_expression("name COLLATE pg_catalog.ucs_basic < 'b'", TYPES).deparsed == \
+        "((name COLLATE ucs_basic) < 'b'::text)"
 
 
 @pytest.mark.parametrize(("text", "found"), [
@@ -56,6 +63,7 @@ def test_expressions_print_as_pg_get_expr_does() -> None:
     ("nope > 1", "'nope'"),
     ("id >", "syntax error"),
     ("1; DROP TABLE t", "one SQL expression"),
+    ('name COLLATE "en_US" < \'b\'', "it does not implement the ordering of locale collations"),
 ])
 def test_an_expression_the_fake_cannot_evaluate_is_named(text: str, found: str) -> None:
     data = _scenario({"pub": {"tables": [{"table": "public.t", "where": text}]}})
