@@ -494,7 +494,12 @@ class _Renderer:
             new = self.values(cols, ev.new, unchanged=ev.unchanged)
             if full:
                 self.emit(ev.lsn, m.Update(xid, rel.oid, "O", self.values(cols, ev.old), new))
-            elif ev.key_changed and rel.replica_identity in ("d", "i"):
+            elif rel.replica_identity in ("d", "i") and (
+                ev.key_changed or any(c.key and c.name in ev.unchanged for c in cols)
+            ):
+                # heapam.c heap_update: the old key is logged when a key column changed or
+                # holds an out-of-line TOASTed value (id_has_external), which the new tuple
+                # then sends as 'u': the key arrives de-toasted in the 'K' tuple only.
                 self.emit(ev.lsn, m.Update(xid, rel.oid, "K", self.values(cols, ev.old, key_only=True), new))
             else:
                 self.emit(ev.lsn, m.Update(xid, rel.oid, None, None, new))
