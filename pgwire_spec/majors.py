@@ -117,6 +117,13 @@ class Major:
     #: BASE_BACKUP's archives as one COPY stream of typed CopyData messages ('n', 'd',
     #: 'p', 'm'; basebackup_copy.c, 15+), before one CopyOutResponse per archive.
     backup_copy_protocol: bool
+    #: A replication command ends with CommandComplete naming it (13+, walsender.c
+    #: EndReplicationCommand); before with CommandComplete ``SELECT`` (EndCommand; seen on
+    #: 10-12).
+    replication_command_tags: bool
+    #: BASE_BACKUP's result sets come from the executor's tuple output (16+: type modifier
+    #: -1, the types' own sizes), before built by hand (type modifier 0, tli's size -1).
+    backup_tuple_output: bool
     #: Tar archives end with two zero blocks (15+; pg_basebackup's
     #: MINIMUM_VERSION_FOR_TERMINATED_TARFILE).
     terminated_tar: bool
@@ -256,6 +263,8 @@ _10 = Major(
     backup_manifest=False,
     manifest_system_identifier=False,
     backup_copy_protocol=False,
+    backup_tuple_output=False,
+    replication_command_tags=False,
     terminated_tar=False,
     promote_function=False,
     backup_label_timeline=False,
@@ -274,9 +283,9 @@ _11 = _10.next(11, truncate=True, backup_label_timeline=True, initdb_wal_segsize
 # 12: pg_promote().
 _12 = _11.next(12, promote_function=True)
 # 13: backup manifests; publish_via_partition_root; max_slot_wal_keep_size invalidates slots;
-# wal_keep_size.
+# wal_keep_size; CommandComplete named after the replication command.
 _13 = _12.next(13, backup_manifest=True, slot_invalidation_causes=("wal_removed",),
-               wal_keep_setting="wal_keep_size",
+               wal_keep_setting="wal_keep_size", replication_command_tags=True,
                add={"keywords": ["MANIFEST", "MANIFEST_CHECKSUMS"],
                     "backup_options": ["manifest", "manifest_checksums"],
                     "publication_options": ["publish_via_partition_root"]})
@@ -305,7 +314,7 @@ _15 = _14.next(
                               "verify_checksums", "manifest", "manifest_checksums", "target", "compression"}),
 )
 # 16: protocol 4 (parallel streaming), origin; int8 timelines; + scram_iterations, hash order;
-# pg_publication_tables.attnames for every table; slots invalidated by conflicts with recovery
+# BASE_BACKUP's result sets by the tuple output; pg_publication_tables.attnames for every table; slots invalidated by conflicts with recovery
 # (pg_replication_slots.conflicting) and a new text for using one.
 _16 = _15.next(
     16, max_proto=4,
@@ -314,7 +323,7 @@ _16 = _15.next(
                         "This slot has been invalidated because it exceeded the maximum reserved size.",
                         "This slot has been invalidated because it was conflicting with recovery."),
     conflicting_causes=frozenset({"wal_removed", "rows_removed", "wal_level_insufficient"}),
-    timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15,
+    timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15, backup_tuple_output=True,
     publication_tables_attnames=True, publication_tables_variadic=True,
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",

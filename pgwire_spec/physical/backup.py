@@ -508,22 +508,27 @@ def parse_manifest_start(data: bytes) -> tuple[int, int, int | None]:
         raise ServerError("XX000", f"could not parse backup manifest: {detail or type(exc).__name__}") from None
 
 
+#: The sizes the tuple output gives (typlen): oid 4, int8 8, text -1.
+_TYPE_SIZES = {26: 4, 20: 8}
+
+
 def _result(columns: tuple[tuple[str, int, int], ...], rows: list[tuple[bytes | None, ...]],
-            tag: str) -> list[WireMessage]:
-    """A result set as basebackup.c builds it by hand: type modifier 0, sizes as given
-    (seen on 14 and 15)."""
-    out: list[WireMessage] = [RowDescription(tuple(
-        FieldDescription(name, 0, 0, oid, size, 0, 0) for name, oid, size in columns))]
-    out += [DataRow(row) for row in rows]
-    out.append(CommandComplete(tag))
-    return out
+            tag: str, table: Major) -> list[WireMessage]:
+    """A result set as basebackup.c sends it: up to 15 built by hand (type modifier 0,
+    sizes as given; seen on 14 and 15), from 16 through the tuple output (type modifier
+    -1, the types' sizes; seen on 16, 17 and 18)."""
+    if table.backup_tuple_output:
+        fields = tuple(FieldDescription(name, 0, 0, oid, _TYPE_SIZES.get(oid, -1), -1, 0) for name, oid, _ in columns)
+    else:
+        fields = tuple(FieldDescription(name, 0, 0, oid, size, 0, 0) for name, oid, size in columns)
+    return [RowDescription(fields), *(DataRow(row) for row in rows), CommandComplete(tag)]
 
 
-def _position(lsn: int, tli: int) -> list[WireMessage]:
-    """SendXlogRecPtrResult: recptr text, tli int8 (its size given as -1), then
+def _position(lsn: int, tli: int, table: Major) -> list[WireMessage]:
+    """SendXlogRecPtrResult: recptr text, tli int8 (by hand its size given as -1), then
     CommandComplete SELECT."""
     return _result((("recptr", 25, -1), ("tli", 20, -1)), [(format_lsn(lsn).encode(), str(tli).encode())],
-                   "SELECT")
+                   "SELECT", table)
 
 
 #: do_pg_backup_stop, waiting for archiving on a server that does not archive (seen on 14, 15).
@@ -557,10 +562,10 @@ def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[Back
             seg += store.segment_size
     archive_size = sum(TAR_BLOCK + len(m.content or b"") + len(_padding(len(m.content or b"")))
                        for m in members + wal)
-    yield from ((m, 0) for m in _position(start, timeline))
+    yield from ((m, 0) for m in _position(start, timeline, table))
     size = str((archive_size + 1023) // 1024).encode() if opts.progress else None
     yield from ((m, 0) for m in _result((("spcoid", 26, 4), ("spclocation", 25, -1), ("size", 20, 8)),
-                                        [(None, None, size)], "SELECT"))
+                                        [(None, None, size)], "SELECT", table))
     new = table.backup_copy_protocol
     if new:
         yield CopyOutResponse(0, ()), 0
@@ -607,5 +612,5 @@ def backup_messages(opts: BackupOptions, *, major: int | Major, files: list[Back
             yield CopyDone(), 0
     if new:
         yield CopyDone(), 0
-    yield from ((m, 0) for m in _position(end, timeline))
-    yield CommandComplete("BASE_BACKUP"), 0
+    yield from ((m, 0) for m in _position(end, timeline, table))
+    yield CommandComplete("BASE_BACKUP" if table.replication_command_tags else "SELECT"), 0

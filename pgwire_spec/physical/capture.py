@@ -57,7 +57,7 @@ from ..wire import (
 )
 from .backup import BackupFile, RecordedBackup
 from .client import PhysicalClient
-from .recording import Conversation, PhysicalRecording, conversation_from
+from .recording import Conversation, PhysicalRecording, RecordedMessage, conversation_from
 from .wal import segment_start
 
 __all__ = ["CaptureError", "record_physical", "PHYSICAL_SETTINGS", "WORKLOAD"]
@@ -299,6 +299,17 @@ class _Recorder:
         return conversation_from(self.name, self.client.transcript)
 
 
+def _without_archive_data(conv: Conversation, table: majors.Major) -> Conversation:
+    """A backup connection's conversation less the archive and manifest bytes (the
+    recording's ``backups`` hold them): on 15+ the typed CopyData 'n', 'm' and 'p' stay,
+    before 15 every CopyData goes."""
+    def keep(m: RecordedMessage) -> bool:
+        if m.direction != "B" or m.expected.get("type") != "CopyData" or m.hex is None:
+            return True
+        return table.backup_copy_protocol and bytes.fromhex(m.hex[10:12]) in (b"n", b"m", b"p")
+    return Conversation(conv.name, tuple(m for m in conv.messages if keep(m)))
+
+
 def _promote(server: Server, cluster: _Cluster, table: majors.Major) -> None:
     """Promote a standby: pg_promote() (12+), before that the signal file pg_ctl promote
     writes (``promote`` in the data directory) and SIGUSR1 to the postmaster
@@ -439,7 +450,7 @@ def record_physical(prov: Provider | None = None, *, progress: Progress | None =
                 try:
                     backups.append(r.backup(name, table, manifest=backups[-1].manifest if incremental else None))
                 finally:
-                    r.close()
+                    conversations.append(_without_archive_data(r.close(), table))
                 say(f"promoted: {name} base backup {format_lsn(backups[-1].start_lsn)} to "
                     f"{format_lsn(backups[-1].end_lsn)}, {len(backups[-1].files)} members")
             return run

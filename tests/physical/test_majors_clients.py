@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from pgwire_spec import majors
 from pgwire_spec.lsn import format_lsn
 from pgwire_spec.physical import record_physical
 from pgwire_spec.physical.backup import RecordedBackup
@@ -39,7 +40,11 @@ from pgwire_spec.servers import ProviderError, provider
 from pgwire_spec.servers._base import ClusterProvider, new_root, server_user
 from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.servers.wheel import find_wheel_bin_dirs
-from pgwire_spec.walsender import SyncFakeWalsender
+from pgwire_spec.walsender import Scenario, SyncFakeWalsender
+from pgwire_spec.walsender.core import ServerState
+from pgwire_spec.wire import BackendReader, CommandComplete, CopyData, DataRow, ReadyForQuery, RowDescription
+
+from .harness import Clock, connect
 
 pytestmark = [pytest.mark.clients, pytest.mark.live]
 
@@ -330,3 +335,63 @@ def test_the_shipped_18_example_serves_the_incremental_chain(tmp_path: Path) -> 
             f"--incremental={full / 'backup_manifest'}")
     run("pg_combinebackup", "--no-sync", "-o", str(combined), str(full), str(incr))
     assert "backup successfully verified" in run("pg_verifybackup", str(combined)).stdout
+
+
+def _skeleton(messages: list[Any], typed: bool) -> list[Any]:
+    """The shape of a BASE_BACKUP answer: message kinds (CopyData by their type byte on
+    15+, archive data left out), their runs collapsed; result sets with their columns and rows
+    (the tablespace size, an estimate, left out)."""
+    out: list[Any] = []
+    for m in messages:
+        if isinstance(m, CopyData):
+            if not typed or m.data[:1] == b"d":
+                continue
+            item: Any = f"CopyData {m.data[:1].decode()}"
+        elif isinstance(m, RowDescription):
+            item = ("RowDescription", tuple((f.name, f.type_oid, f.type_size, f.type_modifier) for f in m.fields))
+        elif isinstance(m, DataRow):
+            item = ("DataRow", tuple(v if i < 2 else None for i, v in enumerate(m.values)))
+        elif isinstance(m, CommandComplete):
+            item = ("CommandComplete", m.command_tag)
+        else:
+            item = type(m).__name__
+        if not out or out[-1] != item or not str(item).startswith("CopyData"):
+            out.append(item)
+    return out
+
+
+def _recorded_answer(rec: PhysicalRecording, name: str) -> list[Any]:
+    """The real server's messages from BASE_BACKUP to ReadyForQuery in a backup connection."""
+    conv = next(c for c in rec.conversations if c.name == f"backup-{name}")
+    reader = BackendReader()
+    out: list[Any] = []
+    inside = False
+    for m in conv.messages:
+        if m.direction == "F":
+            inside = "BASE_BACKUP" in str(m.expected.get("sql", ""))
+            continue
+        if inside and m.hex is not None:
+            reader.feed(bytes.fromhex(m.hex))
+            msg = reader.next_event()
+            out.append(msg)
+            if isinstance(msg, ReadyForQuery):
+                break
+    return out
+
+
+def test_the_fakes_base_backup_answer_has_the_real_servers_shape(served: Served) -> None:
+    """Result sets, COPY framing and tags of BASE_BACKUP as that major's server answered the
+    recorded command (on 17+ the incremental one too, after UPLOAD_MANIFEST)."""
+    rec = served.recording
+    table = majors.major(served.major)
+    state = ServerState(Scenario.from_dict({"physical": {"recording": rec}}))
+    for backup in rec.backups:
+        pair = connect(state, Clock())
+        if backup.incremental_from is not None:
+            full = served.backup("full")
+            pair.query("UPLOAD_MANIFEST")
+            pair.pump(pair.client.copy_data(full.manifest or b""))
+            pair.pump(pair.client.copy_done())
+        ours = _skeleton(pair.query(backup.command), table.backup_copy_protocol)
+        real = _skeleton(_recorded_answer(rec, backup.name), table.backup_copy_protocol)
+        assert ours == real, backup.name
