@@ -15,6 +15,7 @@ CORE = [
     "pgwire_spec.jsonform",
     "pgwire_spec.walsender.core",
     "pgwire_spec.walsender.faults",
+    "pgwire_spec.proxy.core",
     "pgwire_spec.clientconf",
     "pgwire_spec.clientconf.cases",
 ]

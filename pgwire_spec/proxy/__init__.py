@@ -10,7 +10,23 @@ stream.
 The core (:mod:`.core`) is sans-IO; :mod:`.server` is its asyncio shell.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .core import PROXY_ACTIONS, ProxySession, ProxyState, Violation
-from .server import ProxyError, ReplicationProxy
+
+if TYPE_CHECKING:
+    from .server import ProxyError, ReplicationProxy
+
+
+def __getattr__(name: str) -> Any:
+    # The asyncio shell is imported on first use, so the sans-IO core imports no I/O module.
+    if name in ("ReplicationProxy", "ProxyError"):
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ReplicationProxy", "ProxyError", "ProxyState", "ProxySession", "Violation", "PROXY_ACTIONS"]
