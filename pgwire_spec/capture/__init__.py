@@ -11,7 +11,9 @@ itself talks to a server through psycopg.
 
 from __future__ import annotations
 
-from .capture import CaptureError, build_group, capture, run_capture
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .drift import Drift, compare
 from .fixture import (
     FORMAT,
@@ -28,6 +30,19 @@ from .flags import NOTES
 from .options import OptionSet, option_sets
 from .verify import Mismatch, VerifyReport, verify_fixture, verify_paths
 from .workload import Workload, WorkloadError, builtin_workload, sql_workload
+
+if TYPE_CHECKING:
+    from .capture import CaptureError, build_group, capture, run_capture
+
+#: Capturing talks to servers (psycopg, the providers): imported on first use, so that
+#: reading and verifying fixtures (``verify-fixtures``, ``conform``) imports no I/O module.
+_SHELL = {"capture": "capture", "run_capture": "capture", "build_group": "capture", "CaptureError": "capture"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SHELL:
+        return getattr(importlib.import_module(f"{__name__}.{_SHELL[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "capture",

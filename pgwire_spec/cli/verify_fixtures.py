@@ -16,9 +16,8 @@ from pathlib import Path
 
 from .. import __version__
 from .._resources import data_source
-from ..capture import builtin_workload, compare, find_fixture_files, read_fixture, run_capture, verify_paths
-from ..capture.fixture import FixtureError
-from ..capture.options import option_sets
+from ..capture.fixture import FixtureError, find_fixture_files, read_fixture
+from ..capture.verify import verify_paths
 from ..servers import PROVIDERS, parse_majors, provider
 
 
@@ -90,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _drift(args: argparse.Namespace) -> int:
+    # Capturing needs psycopg and the servers' providers: imported for --drift only, so that
+    # a plain verification starts without them.
+    from ..capture import builtin_workload, compare, run_capture
+    from ..capture.options import option_sets
+
     stored = {}
     for path in find_fixture_files(args.paths):
         try:

@@ -3,8 +3,6 @@ drops what it created (slots, publications, its schema) itself."""
 
 from __future__ import annotations
 
-import psycopg.conninfo
-
 from ._base import Provider, ProviderError, Server, describe_server
 
 __all__ = ["DsnProvider"]
@@ -15,6 +13,10 @@ class DsnProvider(Provider):
 
     def __init__(self, dsn: str) -> None:
         super().__init__()
+        # psycopg on first use, as in _base: the providers' table is read by commands that
+        # start no server (verify-fixtures), which need not pay for importing it.
+        import psycopg.conninfo
+
         try:
             self.params = psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:

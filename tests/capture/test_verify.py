@@ -148,3 +148,34 @@ def test_the_schema_accepts_the_corpus_and_rejects_a_broken_case() -> None:
     doc["groups"][0]["cases"][0]["hex"] = "zz"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, schema)
+
+
+def test_fixture_documents_read_as_the_standard_library_reads_them(tmp_path: Path) -> None:
+    from pgwire_spec.capture.fixture import load_document
+
+    # the fast parser's document is the standard library's, value for value
+    assert load_document(PG16) == _doc()
+    # what only the standard library accepts is still read: a lone surrogate escape in a
+    # value, a byte order mark before the document
+    doc = _doc()
+    _find(doc, doc["groups"][0]["name"], "I")["expected"]["note"] = "\ud800"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(doc))
+    assert load_document(path)["groups"][0]["cases"] == doc["groups"][0]["cases"]
+    path.write_bytes(b"\xef\xbb\xbf{}")
+    assert load_document(path) == {}
+    path.write_bytes(b'{"format": NaN, "x": [1,}')
+    with pytest.raises(FixtureError, match="expected a fixture file .* found invalid data: Expecting value"):
+        load_document(path)
+
+
+def test_verifying_imports_no_capture_or_server_code() -> None:
+    # verify-fixtures starts without psycopg (capture, the providers): a user's run pays
+    # only for what the checks use
+    import subprocess
+    import sys
+
+    code = ("import sys, pgwire_spec.cli.verify_fixtures as v; from pgwire_spec.cli import build_parser; "
+            "build_parser('verify-fixtures'); print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
