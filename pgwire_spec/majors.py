@@ -121,9 +121,12 @@ class Major:
     #: EndReplicationCommand); before with CommandComplete ``SELECT`` (EndCommand; seen on
     #: 10-12).
     replication_command_tags: bool
-    #: BASE_BACKUP's result sets come from the executor's tuple output (16+: type modifier
-    #: -1, the types' own sizes), before built by hand (type modifier 0, tli's size -1).
-    backup_tuple_output: bool
+    #: BASE_BACKUP's and TIMELINE_HISTORY's result sets come from the executor's tuple
+    #: output (16+: type modifier -1, the types' own sizes), before built by hand (type
+    #: modifier 0, tli's size -1; seen on 10-15).
+    replication_tuple_output: bool
+    #: TIMELINE_HISTORY's content column is bytea (up to 13), text from 14.
+    timeline_history_bytea: bool
     #: Tar archives end with two zero blocks (15+; pg_basebackup's
     #: MINIMUM_VERSION_FOR_TERMINATED_TARFILE).
     terminated_tar: bool
@@ -263,7 +266,8 @@ _10 = Major(
     backup_manifest=False,
     manifest_system_identifier=False,
     backup_copy_protocol=False,
-    backup_tuple_output=False,
+    replication_tuple_output=False,
+    timeline_history_bytea=True,
     replication_command_tags=False,
     terminated_tar=False,
     promote_function=False,
@@ -290,11 +294,12 @@ _13 = _12.next(13, backup_manifest=True, slot_invalidation_causes=("wal_removed"
                     "backup_options": ["manifest", "manifest_checksums"],
                     "publication_options": ["publish_via_partition_root"]})
 # 14: protocol 2 (streaming), binary and messages; + default_transaction_read_only, in_hot_standby;
-# backup_label says BACKUP FROM: primary.
+# backup_label says BACKUP FROM: primary; TIMELINE_HISTORY's content is text.
 _14 = _13.next(
     14, max_proto=2, streaming_values=("on",),
     add={"pgoutput_options": ["binary", "messages", "streaming"]},
     doubled_quote_since=24, create_slot_function_args=4, backup_from_primary="primary",
+    timeline_history_bytea=False,
     parameter_status=(
         "application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
         "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser", "server_encoding",
@@ -314,7 +319,7 @@ _15 = _14.next(
                               "verify_checksums", "manifest", "manifest_checksums", "target", "compression"}),
 )
 # 16: protocol 4 (parallel streaming), origin; int8 timelines; + scram_iterations, hash order;
-# BASE_BACKUP's result sets by the tuple output; pg_publication_tables.attnames for every table; slots invalidated by conflicts with recovery
+# BASE_BACKUP's and TIMELINE_HISTORY's result sets by the tuple output; pg_publication_tables.attnames for every table; slots invalidated by conflicts with recovery
 # (pg_replication_slots.conflicting) and a new text for using one.
 _16 = _15.next(
     16, max_proto=4,
@@ -323,7 +328,7 @@ _16 = _15.next(
                         "This slot has been invalidated because it exceeded the maximum reserved size.",
                         "This slot has been invalidated because it was conflicting with recovery."),
     conflicting_causes=frozenset({"wal_removed", "rows_removed", "wal_level_insufficient"}),
-    timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15, backup_tuple_output=True,
+    timeline_type=20, streaming_values=("on", "parallel"), doubled_quote_since=15, replication_tuple_output=True,
     publication_tables_attnames=True, publication_tables_variadic=True,
     parameter_status=(
         "in_hot_standby", "integer_datetimes", "TimeZone", "IntervalStyle", "is_superuser",

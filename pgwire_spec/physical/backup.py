@@ -517,7 +517,7 @@ def _result(columns: tuple[tuple[str, int, int], ...], rows: list[tuple[bytes | 
     """A result set as basebackup.c sends it: up to 15 built by hand (type modifier 0,
     sizes as given; seen on 14 and 15), from 16 through the tuple output (type modifier
     -1, the types' sizes; seen on 16, 17 and 18)."""
-    if table.backup_tuple_output:
+    if table.replication_tuple_output:
         fields = tuple(FieldDescription(name, 0, 0, oid, _TYPE_SIZES.get(oid, -1), -1, 0) for name, oid, _ in columns)
     else:
         fields = tuple(FieldDescription(name, 0, 0, oid, size, 0, 0) for name, oid, size in columns)

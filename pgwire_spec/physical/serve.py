@@ -104,6 +104,12 @@ def command(conn: Connection, cmd: Any, now: float) -> bool | None:
     return physical_server(conn.server).command(conn, cmd, now)
 
 
+def _tag(conn: Connection, command: str) -> str:
+    """The CommandComplete that ends a replication command: its name (13+,
+    EndReplicationCommand), before ``SELECT`` (seen on 10-12)."""
+    return command if conn.server.persona.table.replication_command_tags else "SELECT"
+
+
 def _size_text(size: int) -> str:
     """A size as SHOW prints it: ``1MB``, ``16MB``, ``1GB``."""
     if size % (1 << 30) == 0:
@@ -142,12 +148,12 @@ class PhysicalServer:
             conn.result((("systemid", 25), ("timeline", self.state.persona.timeline_type), ("xlogpos", 25),
                           ("dbname", 25)),
                          [(self.recording.system_id, str(self.history.current), format_lsn(self.flush),
-                           conn.database)], "IDENTIFY_SYSTEM")
+                           conn.database)], _tag(conn, "IDENTIFY_SYSTEM"))
             return False
         if isinstance(cmd, rc.Show) and cmd.name.lower() in ("wal_segment_size", "wal_block_size"):
             value = _size_text(self.store.segment_size) if cmd.name.lower() == "wal_segment_size" \
                 else str(self.store.block_size)
-            conn.result(((cmd.name.lower(), 25),), [(value,)], "SHOW")
+            conn.result(((cmd.name.lower(), 25),), [(value,)], _tag(conn, "SHOW"))
             return False
         if isinstance(cmd, rc.TimelineHistory):
             self._timeline_history(conn, cmd.timeline)
@@ -172,18 +178,22 @@ class PhysicalServer:
 
     def _timeline_history(self, conn: Connection, tli: int) -> None:
         # walsender.c SendTimeLineHistory: the RowDescription goes out before the file is
-        # opened, so a missing file is an error after it; both columns are text, and this
-        # hand-built description says typmod 0, not -1 (seen on 15).
+        # opened, so a missing file is an error after it; content is bytea up to 13, text
+        # from 14; built by hand up to 15 (typmod 0), by the tuple output from 16 (-1).
         from ..wire import FieldDescription, RowDescription
 
-        conn.send(RowDescription(tuple(FieldDescription(n, 0, 0, 25, -1, 0, 0) for n in ("filename", "content"))))
+        table = self.state.persona.table
+        typmod = -1 if table.replication_tuple_output else 0
+        content = 17 if table.timeline_history_bytea else 25
+        conn.send(RowDescription((FieldDescription("filename", 0, 0, 25, -1, typmod, 0),
+                                  FieldDescription("content", 0, 0, content, -1, typmod, 0))))
         name = history_file_name(tli)
         if tli == 1 or tli not in self.history.timelines:
             raise ServerError("58P01", f'could not open file "pg_wal/{name}": No such file or directory')
         from ..wire import DataRow
 
         conn.send(DataRow((name.encode(), self.history.file(tli))))
-        conn.send(CommandComplete("TIMELINE_HISTORY"))
+        conn.send(CommandComplete(_tag(conn, "TIMELINE_HISTORY")))
 
     def _create_slot(self, conn: Connection, cmd: rc.CreateReplicationSlot) -> None:
         conn.check_slot_name(cmd.slot_name)
@@ -210,7 +220,7 @@ class PhysicalServer:
         # CreateReplicationSlot: consistent_point is the slot's confirmed_flush, 0/0 for a
         # physical slot (seen on 15).
         conn.result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
-                     [(cmd.slot_name, "0/0", None, None)], "CREATE_REPLICATION_SLOT")
+                     [(cmd.slot_name, "0/0", None, None)], _tag(conn, "CREATE_REPLICATION_SLOT"))
 
     def _read_slot(self, conn: Connection, cmd: rc.ReadReplicationSlot) -> None:
         cols = (("slot_type", 25), ("restart_lsn", 25), ("restart_tli", 20))
@@ -280,7 +290,7 @@ class PhysicalServer:
         CommandComplete START_STREAMING and START_REPLICATION (seen on 15)."""
         conn.result((("next_tli", 20), ("next_tli_startpos", 25)), [(str(tli), format_lsn(switch))],
                      "START_STREAMING")
-        conn.send(CommandComplete("START_REPLICATION"))
+        conn.send(CommandComplete(_tag(conn, "START_REPLICATION")))
 
     # -- BASE_BACKUP -----------------------------------------------------------------------
     def _base_backup(self, conn: Connection, cmd: rc.BaseBackup, now: float) -> bool:
@@ -580,7 +590,7 @@ class WalStream(_Delegate):
                 self.server._next_timeline(conn, self.following or self.server.history.current, self.end)
             else:
                 conn.send(CommandComplete("START_STREAMING"))
-                conn.send(CommandComplete("START_REPLICATION"))
+                conn.send(CommandComplete(_tag(conn, "START_REPLICATION")))
             self._finish()
             return
         if isinstance(msg, CopyFail):

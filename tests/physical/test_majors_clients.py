@@ -42,7 +42,15 @@ from pgwire_spec.servers.system import find_system_bin_dir
 from pgwire_spec.servers.wheel import find_wheel_bin_dirs
 from pgwire_spec.walsender import Scenario, SyncFakeWalsender
 from pgwire_spec.walsender.core import ServerState
-from pgwire_spec.wire import BackendReader, CommandComplete, CopyData, DataRow, ReadyForQuery, RowDescription
+from pgwire_spec.wire import (
+    BackendReader,
+    CommandComplete,
+    CopyData,
+    DataRow,
+    ErrorResponse,
+    ReadyForQuery,
+    RowDescription,
+)
 
 from .harness import Clock, connect
 
@@ -395,3 +403,46 @@ def test_the_fakes_base_backup_answer_has_the_real_servers_shape(served: Served)
         ours = _skeleton(pair.query(backup.command), table.backup_copy_protocol)
         real = _skeleton(_recorded_answer(rec, backup.name), table.backup_copy_protocol)
         assert ours == real, backup.name
+
+
+#: Commands of the recorded conversations whose answer does not depend on the moment they
+#: were sent (what the fake and the recorded server answer alike).
+_STATELESS = ("IDENTIFY_SYSTEM", "SHOW wal_segment_size", "CREATE_REPLICATION_SLOT", "TIMELINE_HISTORY 2")
+
+
+def _answers(messages: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for m in messages:
+        if isinstance(m, RowDescription):
+            out.append(("RowDescription", tuple((f.name, f.type_oid, f.type_size, f.type_modifier) for f in m.fields)))
+        elif isinstance(m, CommandComplete):
+            out.append(("CommandComplete", m.command_tag))
+        elif isinstance(m, ErrorResponse):
+            out.append(("ErrorResponse", dict(m.fields)["C"]))
+    return out
+
+
+def test_replication_commands_end_as_the_majors_server_ends_them(served: Served) -> None:
+    """Result descriptions and CommandComplete tags of the recorded commands (10-12 end a
+    replication command with SELECT, 13+ with its name)."""
+    state = ServerState(Scenario.from_dict({"physical": {"recording": served.recording}}))
+    checked = 0
+    for conv in served.recording.conversations:
+        reader = BackendReader()
+        sql: str | None = None
+        real: list[Any] = []
+        for m in conv.messages:
+            if m.hex is None:
+                continue
+            if m.direction == "F":
+                sql = m.expected.get("sql") if m.expected.get("type") == "Query" else None
+                real = []
+                continue
+            reader.feed(bytes.fromhex(m.hex))
+            msg = reader.next_event()
+            real.append(msg)
+            if isinstance(msg, ReadyForQuery) and sql is not None and sql.startswith(_STATELESS):
+                ours = connect(state, Clock()).query(sql)
+                assert _answers(ours) == _answers(real), sql
+                checked += 1
+    assert checked >= 4
