@@ -9,6 +9,8 @@ server and the client is :mod:`.runner`'s job.
 from __future__ import annotations
 
 import json
+import statistics
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -490,6 +492,51 @@ def _refusals_after(entries: Sequence[Entry], event: str, sqlstate: str) -> tupl
     return fired, errs, len({entries[i].connection for i in errs})
 
 
+def _retry_pause(run: Run, errs: Sequence[int]) -> float | None:
+    """How long the client pauses after a refusal before it tries again: the mean, over the
+    refused connections, of the seconds from the connection's last entry (its close) to the
+    next connection's first, or to the end of the window when none followed and the client
+    was still running. Measured from the client's own pauses, not attempts per second: on a
+    loaded machine every connection takes longer to set up and refuse, which lowers a hot
+    loop's rate but not its pauses. None without a refused connection to measure from."""
+    entries = run.entries
+    if not entries:
+        return None
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for e in entries:
+        first.setdefault(e.connection, e.time)
+        last[e.connection] = e.time
+    if run.stopped is not None:
+        end: float | None = run.stopped
+    else:  # exited (no pause after its last attempt), or judged without the runner
+        end = None if run.exit_code is not None else entries[0].time + run.window
+    order = sorted(first)
+    pauses = []
+    for c in sorted({entries[i].connection for i in errs}):
+        k = bisect_right(order, c)
+        if k < len(order):
+            pauses.append(max(0.0, first[order[k]] - last[c]))
+        elif end is not None:
+            pauses.append(max(0.0, end - last[c]))
+    return statistics.fmean(pauses) if pauses else None
+
+
+def _hot_loop(run: Run, errs: Sequence[int], attempts: int, what: str, span: float) -> tuple[str, str, int | None] | None:
+    """A failing grade when the client met *what* and tried again without pausing
+    :data:`MIN_RETRY_GAP` on average, else None."""
+    pause = _retry_pause(run, errs)
+    if pause is None or pause >= MIN_RETRY_GAP or attempts < 2:
+        return None
+    return ("failed", f"{attempts} attempts met {what} in {span:.1f} s, pausing {pause:.2f} s on average after a "
+                      f"refusal (at least {MIN_RETRY_GAP:g} s expected): a hot loop", errs[-1])
+
+
+def _pause(run: Run, errs: Sequence[int]) -> str:
+    pause = _retry_pause(run, errs)
+    return "" if pause is None else f", pausing {pause:.1f} s on average after a refusal"
+
+
 def _reaction(run: Run, at: int, what: str) -> tuple[str, str, int | None] | None:
     """How the client reacted once the server ended its connection at entry *at*: a
     passing or failing grade for an exit (status 0 says nothing went wrong: not a clear
@@ -504,7 +551,7 @@ def _reaction(run: Run, at: int, what: str) -> tuple[str, str, int | None] | Non
 def _slot_invalidated(run: Run) -> tuple[str, str, int | None]:
     """After its slot is invalidated (its connection ended with FATAL 57P01, then 55000 on
     START_REPLICATION) the client exits with an error, or retries at most
-    :data:`HOT_LOOP_RATE` times a second; it neither hangs nor hammers the server."""
+    after a pause of :data:`MIN_RETRY_GAP`; it neither hangs nor hammers the server."""
     entries = run.entries
     fired, errs, attempts = _refusals_after(entries, "fault:invalidate_slot", "55000")
     if fired is None:
@@ -516,16 +563,16 @@ def _slot_invalidated(run: Run) -> tuple[str, str, int | None]:
         return verdict
     end = run.stopped if run.stopped is not None else (entries[-1].time if entries else t0)
     span = max(end - t0, 1e-3)
-    if attempts / span > HOT_LOOP_RATE:
-        return ("failed", f"{attempts} attempts met 55000 in {span:.1f} s ({attempts / span:.1f}/s) after its slot "
-                          f"was invalidated: a hot loop", errs[-1])
+    hot = _hot_loop(run, errs, attempts, "55000 after its slot was invalidated", span)
+    if hot is not None:
+        return hot
     if not attempts:
         if span < HANG_AFTER:
             return ("not applicable", f"the window ended {span:.1f} s after the slot was invalidated: too soon to "
                                       f"judge the reaction", None)
         return ("failed", f"its connection ended (FATAL 57P01, the slot invalidated) and in {span:.1f} s the client "
                           f"neither exited nor tried again: it hangs", fired)
-    return ("passed", f"{what} in {span:.1f} s ({attempts / span:.1f}/s): retries with backoff, still running", None)
+    return ("passed", f"{what} in {span:.1f} s{_pause(run, errs)}: retries with backoff, still running", None)
 
 
 #: How long the slot stays active after the reset in the slot-held case (seconds).
@@ -542,16 +589,16 @@ def _held_scenario(slot: str) -> dict[str, Any]:
 
 def _slot_held(run: Run) -> tuple[str, str, int | None]:
     """After a reset, its slot still active for a few seconds (55006 on reconnect), the
-    client retries at most :data:`HOT_LOOP_RATE` times a second and, once the slot is free,
+    client retries after pauses of :data:`MIN_RETRY_GAP` and, once the slot is free,
     resumes and receives every transaction; or it exits with an error status."""
     entries = run.entries
     fired, errs, attempts = _refusals_after(entries, "fault:hold_slot", "55006")
     if fired is None:
         return ("not applicable", "the client never reached the transaction the reset interrupts", None)
     t0 = entries[fired].time
-    if attempts / HOLD > HOT_LOOP_RATE:
-        return ("failed", f"{attempts} attempts met 55006 while the slot stayed active {HOLD:g} s "
-                          f"({attempts / HOLD:.1f}/s): a hot loop", errs[-1])
+    hot = _hot_loop(run, errs, attempts, f"55006 while the slot stayed active {HOLD:g} s", HOLD)
+    if hot is not None:
+        return hot
     streaming = {e.connection for e in entries[fired:] if e.direction == "B" and _is(e, "CopyBothResponse")}
     what = f"{attempts} attempt(s) met 55006 while the slot stayed active {HOLD:g} s"
     if streaming:
@@ -632,9 +679,10 @@ def _timeout_judged(run: Run) -> bool:
     return _sender_timeout(run)[0] == "passed"
 
 
-#: Connection attempts per second above which a client hammering a refusing server is a
-#: hot loop (pg_recvlogical waits 5 s between attempts; libpq-based retry loops 1 s or more).
-HOT_LOOP_RATE = 2.0
+#: The pause after a refusal below which a client hammering a refusing server is in a hot
+#: loop, seconds (pg_recvlogical waits 5 s between attempts; libpq-based retry loops 1 s or
+#: more; a subscriber's apply worker is restarted after wal_retrieve_retry_interval).
+MIN_RETRY_GAP = 0.5
 
 
 def _backoff(sqlstate: str) -> Callable[[Run], tuple[str, str, int | None]]:
@@ -646,14 +694,14 @@ def _backoff(sqlstate: str) -> Callable[[Run], tuple[str, str, int | None]]:
                                       f"slot)", None)
         span = max(run.window, 1e-3)
         attempts = len({entries[i].connection for i in errs})
-        rate = attempts / span
         how = "then exited" if run.exit_code is not None else "still running at the end of the window"
-        if rate > HOT_LOOP_RATE:
-            return ("failed", f"{attempts} attempts met {sqlstate} in {span:.1f} s ({rate:.1f}/s): a hot loop", errs[-1])
-        return ("passed", f"{attempts} attempt(s) met {sqlstate} in {span:.1f} s ({rate:.1f}/s), {how}"
+        hot = _hot_loop(run, errs, attempts, sqlstate, span)
+        if hot is not None:
+            return hot
+        return ("passed", f"{attempts} attempt(s) met {sqlstate} in {span:.1f} s{_pause(run, errs)}, {how}"
                           + (f" (exit status {run.exit_code})" if run.exit_code is not None else ""), None)
-    oracle.__doc__ = (f"After {sqlstate}, the client exits or retries with backoff: at most {HOT_LOOP_RATE:g} "
-                      f"attempts a second.")
+    oracle.__doc__ = (f"After {sqlstate}, the client exits or retries with backoff: at least {MIN_RETRY_GAP:g} s "
+                      f"between a refusal and its next attempt.")
     return oracle
 
 

@@ -107,6 +107,18 @@ def test_backoff(cid: str, code: str) -> None:
         return [Entry(i + 1, "B", i * 0.01, ErrorResponse((("S", "ERROR"), ("C", code), ("M", "slot")))) for i in range(n)]
     assert status(cid, attempts(3), window=3.0) == "passed"
     assert status(cid, attempts(30), window=3.0) == "failed"
+
+    def slow(n: int, pause: float) -> list[Entry]:
+        # a loaded machine: 0.8 s from connecting to the refusal, then *pause* before the next
+        out, t = [], 0.0
+        for i in range(1, n + 1):
+            out += [Entry(i, "F", t, event="connected"),
+                    Entry(i, "B", t + 0.8, ErrorResponse((("S", "ERROR"), ("C", code), ("M", "slot")))),
+                    Entry(i, "F", t + 0.8, event="closed")]
+            t += 0.8 + pause
+        return out
+    assert status(cid, slow(3, 0.1), window=3.0, stopped=2.8) == "failed"    # 1 a second, yet a hot loop
+    assert status(cid, slow(3, 1.0), window=5.0, stopped=5.4) == "passed"
     assert status(cid, [Entry(1, "B", 0, CopyBothResponse(0, ()))], window=3.0) == "not applicable"
 
 
