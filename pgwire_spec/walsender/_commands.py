@@ -44,6 +44,7 @@ MAX_SQL_ANSWERED = 1 << 16
 
 class _Commands:
     server: ServerState
+    tx_undo: tuple[Any, ...] | None
 
     # -- queries ---------------------------------------------------------------------------
     def _query(self, sql: str, now: float) -> None:
@@ -61,6 +62,7 @@ class _Commands:
                                                f"{type(exc).__name__}: {exc}") from None
             except ServerError as err:
                 self.send_error(err)
+                self._undo_writes()
                 if self.tx == "T":
                     self.tx = "E"
                 if err.severity in ("FATAL", "PANIC"):
@@ -69,7 +71,16 @@ class _Commands:
                 break
             if started:
                 return  # START_REPLICATION: ReadyForQuery comes when the stream ends
+        if self.tx == "I":
+            self.tx_undo = None  # the Query's implicit transaction commits
         self._ready()
+
+    def _undo_writes(self) -> None:
+        """An error or ROLLBACK: the transaction's publication DDL is undone (slots are not
+        transactional: slot functions' effects stay, as on a real server)."""
+        if self.tx_undo is not None:
+            self.server.restore_publications(self.tx_undo)
+            self.tx_undo = None
 
     def _statement(self, stmt: str, now: float) -> bool:
         """Run one statement; True when it started streaming."""
@@ -95,11 +106,15 @@ class _Commands:
         """The answer to one SQL statement (a simple query's, or a bound extended one's)."""
         self._check_length(stmt)
         self._truncation_notices(truncated_identifiers(stmt))
+        before = self.server.publication_state()
         try:
             return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I",
                                self.server.limits)
         except _sql.NotAnswered:
             return self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
+        finally:
+            if self.tx_undo is None and self.server.scenario.publications is not before[0]:
+                self.tx_undo = before
 
     def _truncation_notices(self, truncated: Sequence[tuple[str, str]]) -> None:
         """The scanner's NOTICE for each identifier it cut (scansup.c truncate_identifier)."""
@@ -132,12 +147,14 @@ class _Commands:
                 if self.tx == "I":
                     self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
                 self.tx = "I"
+                self.tx_undo = None
                 self.send(CommandComplete(tag))
                 return
             elif ans.transaction == "rollback":
                 if self.tx == "I":
                     self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
                 self.tx = "I"
+                self._undo_writes()
             self.send(CommandComplete(ans.tag))
         elif isinstance(ans, _sql.Result):
             self._result(ans.columns, ans.rows, ans.tag)

@@ -1097,6 +1097,10 @@ def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[An
         conn.check_slot_name(slot_name)
         if slot_name in server.slots:
             raise ServerError("42710", f'replication slot "{slot_name}" already exists')
+        if conn.tx_undo is not None:
+            # logical.c CreateInitDecodingContext: the transaction holds an XID.
+            raise ServerError("25001", "cannot create logical replication slot in transaction that has performed "
+                                       "writes")
         if plugin != "pgoutput":
             raise ServerError("58P01", f'could not access file "{plugin}": No such file or directory',
                               hint="The fake walsender decodes with pgoutput only.")

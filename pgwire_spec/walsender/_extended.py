@@ -3,9 +3,13 @@ Sync (docs: "Extended Query"), over the same SQL surface as the simple Query.
 
 A bound statement takes the simple query's path: its ``$n`` are replaced by the values'
 literals (cast to their declared types) and the text is answered as a Query's statement
-would be. The answer is computed at Bind and handed out by Execute, row limit by row limit
-(PortalSuspended); what is observable matches a real server except that a statement's
-effects (publication DDL, slot functions) happen at Bind rather than at Execute.
+would be. A read-only SELECT is answered at Bind and handed out by Execute, row limit by
+row limit (PortalSuspended); a statement with effects (publication DDL, slot functions,
+transaction control, SET) runs at its first Execute, its columns known from the parse tree
+for Describe. The messages up to Sync are one implicit transaction unless a BEGIN opens a
+block (postgres.c, exec_execute_message): an error before Sync undoes its publication DDL;
+slot functions are not transactional, their effects stay, and creating a logical slot after
+publication DDL in the same transaction is 25001, as on a real server (logical.c).
 
 After an error every message up to Sync is skipped, and Sync answers ReadyForQuery
 (postgres.c, PostgresMain: ``ignore_till_sync``). A walsender refuses the protocol on a
@@ -22,6 +26,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pglast.ast import SelectStmt
 
 from ..lsn import format_lsn
 from ..wire import (
@@ -46,7 +52,14 @@ from ..wire import (
 from ..wire import Close as CloseMessage
 from . import _sql
 from ._catalog import type_size
-from ._engine import bind_parameters, parameter_types, parse_one, returns_rows, slot_function_called
+from ._engine import (
+    bind_parameters,
+    parameter_types,
+    parse_one,
+    result_columns,
+    returns_rows,
+    slot_function_called,
+)
 from .personas import ServerError
 from .types import resolve_type
 
@@ -119,15 +132,25 @@ class _Statement:
     returns_rows: bool
     #: A slot function with side effects it calls (pg_create_logical_replication_slot …).
     slot_function: str | None = None
+    #: Runs at Execute, not at Bind: it has effects (see the module docstring).
+    effects: bool = False
+    #: Its result columns from the parse tree, when every type is known there (None: ask
+    #: the engine).
+    columns: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(slots=True)
 class _Portal:
+    #: The answer; None until a statement with effects has run (its first Execute).
     answer: Any
     #: One format code per result column.
     formats: tuple[int, ...]
     sent: int = 0
     done: bool = False
+    #: The bound text of a statement with effects, run at the first Execute.
+    deferred: str | None = None
+    #: Its result columns (None: it returns no rows), for a Describe before it runs.
+    columns: tuple[tuple[str, int], ...] | None = None
 
 
 def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
@@ -150,6 +173,7 @@ class _Extended:
             self.skip_till_sync = False
             if self.tx == "I":
                 self.portals.clear()  # an implicit transaction's portals end with it
+                self.tx_undo = None  # and it commits
             self._ready()
             return
         if self.skip_till_sync or isinstance(msg, Flush):
@@ -166,6 +190,7 @@ class _Extended:
         except ServerError as err:
             self.send_error(err)
             self.skip_till_sync = True
+            self._undo_writes()
             if self.tx == "T":
                 self.tx = "E"
 
@@ -180,8 +205,14 @@ class _Extended:
         self._check_aborted(msg.sql)
         self._check_length(msg.sql)
         stmt = parse_one(msg.sql)
-        types = parameter_types(stmt, msg.parameter_types, self.server.persona.major)
-        self.statements[msg.statement] = _Statement(msg.sql, types, returns_rows(stmt), slot_function_called(stmt))
+        major = self.server.persona.major
+        types = parameter_types(stmt, msg.parameter_types, major)
+        rows, slot_function = returns_rows(stmt), slot_function_called(stmt)
+        columns = result_columns(stmt, major) if isinstance(stmt, SelectStmt) else None
+        known = None if columns is None or any(oid is None for _, oid in columns) else \
+            tuple((name, oid) for name, oid in columns if oid is not None)
+        self.statements[msg.statement] = _Statement(msg.sql, types, rows, slot_function,
+                                                    slot_function is not None or not rows, known)
         self.send(ParseComplete())
 
     def _statement_named(self, name: str) -> _Statement:
@@ -219,12 +250,21 @@ class _Extended:
             else:
                 raise ServerError("08P01", f"unsupported format code: {fmt}")
         self._check_aborted(stmt.sql)
-        answer = self._evaluate(bind_parameters(stmt.sql, values, stmt.parameter_types))
-        columns = len(answer.columns) if isinstance(answer, _sql.Result) else 0
-        result_formats = _formats(msg.result_formats, columns, "result")
+        bound = bind_parameters(stmt.sql, values, stmt.parameter_types)
+        if stmt.effects:
+            if stmt.returns_rows and stmt.columns is None:
+                raise ServerError("0A000", f"the fake walsender cannot tell the columns of a statement calling "
+                                           f"{stmt.slot_function} before it runs",
+                                  hint="Name the function's columns (SELECT * FROM the function).")
+            answer, columns = None, stmt.columns if stmt.returns_rows else None
+        else:
+            answer = self._evaluate(bound)
+            columns = answer.columns if isinstance(answer, _sql.Result) else None
+        result_formats = _formats(msg.result_formats, len(columns or ()), "result")
         if any(f not in (0, 1) for f in result_formats):
             raise ServerError("08P01", f"unsupported format code: {next(f for f in result_formats if f not in (0, 1))}")
-        self.portals[msg.portal] = _Portal(answer, result_formats)
+        self.portals[msg.portal] = _Portal(answer, result_formats, deferred=bound if stmt.effects else None,
+                                           columns=columns)
         self.send(BindComplete())
 
     def _row_description(self, columns: tuple[tuple[str, int], ...], formats: tuple[int, ...]) -> RowDescription:
@@ -239,11 +279,15 @@ class _Extended:
                 self.send(NoData())
                 return
             # The columns of a statement not yet bound: its answer with NULL parameters
-            # (the SELECTs clients describe read catalogs; they change nothing), unless
-            # answering would run a slot function.
-            if stmt.slot_function is not None:
-                raise ServerError("0A000", f"the fake walsender describes a statement calling {stmt.slot_function} "
-                                           "only once it is bound", hint="Describe the portal after Bind.")
+            # (the SELECTs clients describe read catalogs; they change nothing), or, for
+            # one with effects, the parse tree's.
+            if stmt.effects:
+                if stmt.columns is None:
+                    raise ServerError("0A000", f"the fake walsender cannot tell the columns of a statement "
+                                               f"calling {stmt.slot_function} before it runs",
+                                      hint="Name the function's columns (SELECT * FROM the function).")
+                self.send(self._row_description(stmt.columns, (0,) * len(stmt.columns)))
+                return
             answer = self._evaluate(bind_parameters(stmt.sql, [None] * len(stmt.parameter_types),
                                                     stmt.parameter_types))
             if isinstance(answer, _sql.Result):
@@ -252,13 +296,19 @@ class _Extended:
                 self.send(NoData())
             return
         portal = self._portal_named(msg.name)
-        if isinstance(portal.answer, _sql.Result):
-            self.send(self._row_description(portal.answer.columns, portal.formats))
+        if portal.columns is not None:
+            self.send(self._row_description(portal.columns, portal.formats))
         else:
             self.send(NoData())
 
     def _execute(self, msg: Execute) -> None:
         portal = self._portal_named(msg.portal)
+        if portal.deferred is not None:
+            sql, portal.deferred = portal.deferred, None
+            portal.answer = self._evaluate(sql)
+            if isinstance(portal.answer, _sql.Result) and len(portal.answer.columns) != len(portal.formats):
+                raise ServerError("XX000", "internal error of the fake walsender: the statement's columns differ "
+                                           "from its parse tree's")
         answer = portal.answer
         if not isinstance(answer, _sql.Result):
             if not portal.done:

@@ -403,6 +403,16 @@ class ServerState:
         self._plans.clear()
         self._frames.clear()
 
+    def publication_state(self) -> tuple[tuple[Publication, ...], dict[str, int]]:
+        """The publications and their OIDs, for :meth:`restore_publications`."""
+        return self.scenario.publications, dict(self.publication_oids)
+
+    def restore_publications(self, state: tuple[tuple[Publication, ...], dict[str, int]]) -> None:
+        """A transaction's publication DDL undone (its ROLLBACK, or an error in it)."""
+        publications, oids = state
+        self.set_publications(list(publications))
+        self.publication_oids = dict(oids)
+
     # -- plans -----------------------------------------------------------------------------
     def plan(self, options: StreamOptions, start: int) -> Plan:
         if self.scenario.raw is None:
@@ -531,6 +541,11 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         self.protocol_version = PROTOCOL_3_0
         self.secret = server.random_bytes(4)
         self.tx = "I"
+        #: The publications (and their OIDs) before this transaction's first publication DDL:
+        #: what an error or ROLLBACK restores; None while it has written nothing. A
+        #: transaction here is an explicit block, or the implicit one of a simple Query's
+        #: statements or of the extended protocol's messages up to Sync (postgres.c).
+        self.tx_undo: tuple[Any, ...] | None = None
         self.stream: _Stream | None = None
         #: The running stream (a :class:`~pgwire_spec.walsender.stream.Stream`: logical,
         #: physical WAL or BASE_BACKUP) while the phase is ``streaming``.

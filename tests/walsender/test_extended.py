@@ -191,15 +191,77 @@ def test_a_replication_connection_refuses_the_protocol_until_sync() -> None:
     assert _run(c, Flush(), Sync()) == [ReadyForQuery("I")]
 
 
-def test_a_statement_calling_a_slot_function_is_described_once_bound() -> None:
+def test_a_statement_calling_a_slot_function_is_described_without_running_it() -> None:
     c = _client()
     sql = "SELECT * FROM pg_create_logical_replication_slot($1, 'pgoutput')"
     out = _run(c, Parse("s", sql), Describe("S", "s"), Sync())
-    assert _shape(out) == ["ParseComplete", "ParameterDescription", "E0A000", "ReadyForQuery"]
-    assert not c.state.slots  # describing it created nothing
+    assert _shape(out) == ["ParseComplete", "ParameterDescription", "RowDescription", "ReadyForQuery"]
+    assert [(f.name, f.type_oid) for f in out[2].fields] == [("slot_name", 19), ("lsn", 3220)]
+    out = _run(c, Bind("", "s", (), (b"jdbc",), ()), Describe("P", ""), Sync())
+    assert _shape(out) == ["BindComplete", "RowDescription", "ReadyForQuery"]
+    assert not c.state.slots  # neither describing nor binding it created anything
     out = _run(c, Bind("", "s", (), (b"jdbc",), ()), Describe("P", ""), Execute(), Sync())
     assert _shape(out) == ["BindComplete", "RowDescription", "DataRow", "CommandComplete", "ReadyForQuery"]
     assert [f.name for f in out[1].fields] == ["slot_name", "lsn"] and "jdbc" in c.state.slots
+    # columns the parse tree cannot type: refused before anything runs
+    out = _run(c, Parse("", "SELECT (pg_create_logical_replication_slot('x', 'pgoutput')).slot_name"),
+               Bind("", ""), Execute(), Sync())
+    assert _shape(out) == ["ParseComplete", "E0A000", "ReadyForQuery"] and "x" not in c.state.slots
+
+
+def _pubs(c: Client) -> list[str]:
+    """The publications made here (the scenario's own "pub" left out)."""
+    return [p.name for p in c.state.scenario.publications if p.name != "pub"]
+
+
+def _step(sql: str) -> list[Any]:
+    return [Parse("", sql), Bind("", ""), Execute()]
+
+
+#: A statement that fails at Execute (42704), on a real server as here.
+_FAILS = "SELECT pg_drop_replication_slot('no_such_slot')"
+
+
+def test_effects_happen_at_execute_and_an_error_before_sync_undoes_publication_ddl() -> None:
+    """postgres.c: the messages up to Sync are one implicit transaction."""
+    c = _client()
+    out = _run(c, Parse("", "CREATE PUBLICATION p0 FOR ALL TABLES"), Bind("", ""), Sync())
+    assert _shape(out) == ["ParseComplete", "BindComplete", "ReadyForQuery"] and _pubs(c) == []
+    out = _run(c, *_step("CREATE PUBLICATION p1 FOR ALL TABLES"), *_step(_FAILS), Sync())
+    assert _shape(out) == ["ParseComplete", "BindComplete", "CommandComplete", "ParseComplete", "BindComplete",
+                           "E42704", "ReadyForQuery"]
+    assert _pubs(c) == []  # rolled back with the implicit transaction
+    # a slot is not transactional: it stays; a slot after publication DDL is 25001
+    _run(c, *_step("SELECT * FROM pg_create_logical_replication_slot('s1', 'pgoutput')"),
+         *_step(_FAILS), Sync())
+    assert "s1" in c.state.slots
+    out = _run(c, *_step("CREATE PUBLICATION p2 FOR ALL TABLES"),
+               *_step("SELECT * FROM pg_create_logical_replication_slot('s2', 'pgoutput')"), Sync())
+    assert _shape(out)[-2:] == ["E25001", "ReadyForQuery"] and "s2" not in c.state.slots and _pubs(c) == []
+    # committed at Sync; an explicit block's DDL until ROLLBACK, or an error in it
+    _run(c, *_step("CREATE PUBLICATION p3 FOR ALL TABLES"), Sync())
+    _run(c, *_step("BEGIN"), *_step("DROP PUBLICATION p3"), *_step("CREATE PUBLICATION p4 FOR ALL TABLES"), Sync())
+    assert _pubs(c) == ["p4"]
+    _run(c, *_step("ROLLBACK"), Sync())
+    assert _pubs(c) == ["p3"]
+    out = _run(c, *_step("BEGIN"), *_step("CREATE PUBLICATION p5 FOR ALL TABLES"), Sync(),
+               *_step("CREATE PUBLICATION p3 FOR ALL TABLES"), Sync(), *_step("COMMIT"), Sync())
+    assert "E42710" in _shape(out) and out[-2] == CommandComplete("ROLLBACK") and _pubs(c) == ["p3"]
+    out = _run(c, *_step("BEGIN"), *_step("CREATE PUBLICATION p6 FOR ALL TABLES"), *_step("COMMIT"),
+               *_step(_FAILS), Sync())
+    assert _pubs(c) == ["p3", "p6"]  # COMMIT ended the transaction before the error
+
+
+def test_a_simple_query_of_several_statements_is_one_transaction() -> None:
+    c = _client()
+    out = c.query("CREATE PUBLICATION q1 FOR ALL TABLES; SELECT no_such FROM pg_class")
+    assert "E42703" in _shape(out) and _pubs(c) == []
+    c.query("CREATE PUBLICATION q2 FOR ALL TABLES")
+    c.query("BEGIN")
+    c.query("DROP PUBLICATION q2")
+    assert _pubs(c) == []
+    c.query("ROLLBACK")
+    assert _pubs(c) == ["q2"] and c.state.publication_oids["q2"]
 
 
 def test_statement_effects_and_publication_ddl_over_the_extended_protocol() -> None:

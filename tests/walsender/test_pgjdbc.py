@@ -98,7 +98,8 @@ BATCHES: list[list[Any]] = [
 ]
 
 
-def _exchange(host: str, port: int, user: str, replication: bool) -> list[list[str]]:
+def _exchange(host: str, port: int, user: str, replication: bool,
+              batches: list[list[Any]] | None = None) -> list[list[str]]:
     params = [("user", user), ("database", "postgres")] + ([("replication", "database")] if replication else [])
     with socket.create_connection((host, port), timeout=20) as sock:
         reader = BackendReader()
@@ -119,7 +120,7 @@ def _exchange(host: str, port: int, user: str, replication: bool) -> list[list[s
 
         until_ready()
         answers = []
-        for batch in BATCHES:
+        for batch in BATCHES if batches is None else batches:
             sock.sendall(b"".join(encode_message(m) for m in batch))
             answers.append([f"E{m.code}" if isinstance(m, ErrorResponse) else
                             f"DataRow{m.values}" if type(m).__name__ == "DataRow" else
@@ -143,3 +144,62 @@ def test_extended_protocol_answers_as_a_real_15(pg_server: Callable[..., Server]
                            "PortalSuspended", "DataRow(b'int4',)", "CommandComplete", "CommandComplete",
                            "ReadyForQuery"]
         assert ours[-2][1] == "ParameterDescription(19, 16, 20, 19)" and ours[-1][1] == "ParameterDescription(26, 19)"
+
+
+# ------------------------------------------------------------------------------------------
+# Effects at Execute, one implicit transaction up to Sync, on the fake and on a real 15
+# ------------------------------------------------------------------------------------------
+
+
+def _step(sql: str) -> list[Any]:
+    return [Parse("", sql), Bind("", ""), Execute()]
+
+
+#: Fails at Execute on both (42704).
+_FAILS = "SELECT pg_drop_replication_slot('no_such_slot')"
+_PUBS = _step("SELECT count(*) FROM pg_publication WHERE pubname LIKE 'tx%'")
+_SLOTS = _step("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'tx%'")
+_CREATE_SLOT = "SELECT slot_name FROM pg_create_logical_replication_slot('{}', 'pgoutput')"
+
+TX_BATCHES: list[list[Any]] = [
+    [Parse("", "CREATE PUBLICATION tx_p0 FOR ALL TABLES"), Bind("", ""), Sync()],  # bound, never run
+    [*_PUBS, Sync()],
+    [*_step("CREATE PUBLICATION tx_p1 FOR ALL TABLES"), *_step(_FAILS), Sync()],  # undone by the error
+    [*_PUBS, Sync()],
+    [*_step(_CREATE_SLOT.format("tx_s1")), *_step(_FAILS), Sync()],  # a slot stays
+    [*_SLOTS, Sync()],
+    [*_step("CREATE PUBLICATION tx_p2 FOR ALL TABLES"), *_step(_CREATE_SLOT.format("tx_s2")), Sync()],  # 25001
+    [*_PUBS, *_SLOTS, Sync()],
+    [*_step("BEGIN"), *_step("CREATE PUBLICATION tx_p3 FOR ALL TABLES"), Sync()],
+    [*_step("ROLLBACK"), *_PUBS, Sync()],
+    [Query("CREATE PUBLICATION tx_q1 FOR ALL TABLES; DROP PUBLICATION tx_none")],  # a simple Query's statements: one too
+    [*_PUBS, Sync()],
+    [Parse("d", _CREATE_SLOT.format("tx_s3")), Describe("S", "d"), Bind("", "d"), Describe("P", ""), Sync()],
+    [*_SLOTS, *_step("CREATE PUBLICATION tx_p4 FOR ALL TABLES"), Sync()],  # committed at Sync
+    [*_PUBS, *_step("DROP PUBLICATION tx_p4"), *_step("SELECT pg_drop_replication_slot('tx_s1')"), Sync()],
+]
+
+
+def test_statement_effects_and_the_implicit_transaction_as_a_real_15(
+        pg_server: Callable[..., Server], fake: Any) -> None:  # noqa: F811
+    real = pg_server(15)
+    try:
+        theirs = _exchange(real.host, real.port, real.user, False, TX_BATCHES)
+    finally:
+        import psycopg2
+
+        with psycopg2.connect(real.dsn) as conn, conn.cursor() as cur:
+            conn.autocommit = True
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                        "WHERE slot_name LIKE 'tx%'")
+            cur.execute("SELECT pubname FROM pg_publication WHERE pubname LIKE 'tx%'")
+            for (name,) in cur.fetchall():
+                cur.execute(f"DROP PUBLICATION {name}")
+    ours = _exchange("127.0.0.1", fake(15).port, "postgres", False, TX_BATCHES)
+    assert ours == theirs
+    zero, one = "DataRow(b'0',)", "DataRow(b'1',)"
+    assert zero in ours[1] and ours[3] == ours[1] == ours[11]  # not run at Bind; undone by the error
+    assert one in ours[5] and ours[6][-2] == "E25001" and ours[7].count(zero) == ours[7].count(one) == 1
+    assert zero in ours[9] and ours[10][-2] == "E42704"
+    assert ours[12] == ["ParseComplete", "ParameterDescription()", "RowDescription", "BindComplete",
+                        "RowDescription", "ReadyForQuery"] and one in ours[13] and one in ours[14]
