@@ -103,7 +103,7 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
     "pg_auth_members": _cols(
         ("oid", "oid", 16), "roleid:oid", "member:oid", "grantor:oid", "admin_option:bool",
         ("inherit_option", "bool", 16), ("set_option", "bool", 16)),
-    # Enum labels: a scenario declares its user types by OID and name only, so none.
+    # Enum labels: those of the scenario's enum types (``enum:`` on a column's type).
     "pg_enum": _cols("oid:oid", "enumtypid:oid", "enumsortorder:float4", "enumlabel:name"),
     "pg_publication": _cols(
         "oid:oid", "pubname:name", "pubowner:oid", "puballtables:bool", "pubinsert:bool", "pubupdate:bool",
@@ -244,7 +244,7 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
         for i, c in enumerate(t.columns):
             if c.type.is_user_type:
                 user_types[c.type.oid] = c.type
-            base = type_name(c.type.oid) or ""
+            base = type_name(c.type.oid) or ("oid" if c.type.labels else "")  # an enum: 4 bytes by value
             rows["pg_attribute"].append({
                 "attrelid": t.oid, "attname": c.name, "atttypid": c.type.oid,
                 "attlen": _FIXED.get(base, -1), "attnum": i + 1, "atttypmod": c.type.typmod,
@@ -278,9 +278,15 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
                                         _CATEGORY.get(name, "U"), 0, array_oid))
         rows["pg_type"].append(_pg_type(array_oid, "_" + name, -1, False, "b", "A", oid, 0))
     for oid, ct in sorted(user_types.items()):
-        rows["pg_type"].append(_pg_type(oid, ct.name, -1, False, "e" if not ct.is_array else "b",
+        # An enum is 4 bytes passed by value (pg_enum.c, typcache); its labels in pg_enum,
+        # enumsortorder 1, 2, … in label order (EnumValuesCreate).
+        rows["pg_type"].append(_pg_type(oid, ct.name, 4 if ct.labels else -1, bool(ct.labels),
+                                        "e" if not ct.is_array else "b",
                                         "A" if ct.is_array else "E", ct.element.oid if ct.element else 0, 0,
                                         namespace=namespaces.get(ct.namespace, PUBLIC_OID)))
+        for order, (label, label_oid) in enumerate(zip(ct.labels, ct.label_oids, strict=True), 1):
+            rows["pg_enum"].append({"oid": label_oid, "enumtypid": oid, "enumsortorder": float(order),
+                                    "enumlabel": label})
 
     by_name = {t.qualified_name: t for t in scenario.tables}
     for p in pubs:

@@ -912,6 +912,7 @@ class _Loader:
             self.tables[table.qualified_name] = table
             tables.append(table)
         tables = self.routed(tables)
+        self.one_type_per_oid(tables)
         publications = self.publications(data.get("publications") or {}, server.major)
         history = tuple(self.history(data.get("transactions") or []))
         slots = self.slots(data.get("slots") or [], server.major)
@@ -1058,6 +1059,21 @@ class _Loader:
         rows = tuple(self.row(f"{path}.rows[{i}]", table, r, full=False) for i, r in enumerate(rows_data))
         return Table(schema, rel, oid, tuple(columns), ident, rows, key,
                      parent.qualified_name if parent else None, bound)
+
+    @staticmethod
+    def one_type_per_oid(tables: list[Table]) -> None:
+        """An enum is one type: every column naming its OID gives the same labels."""
+        seen: dict[int, tuple[str, tuple[Any, ...]]] = {}
+        for t in tables:
+            for i, c in enumerate(t.columns):
+                if not c.type.is_user_type:
+                    continue
+                path = f"tables[{t.qualified_name!r}].columns[{i}].type"
+                facts = (c.type.labels, c.type.label_oids)
+                first = seen.setdefault(c.type.oid, (path, facts))
+                if first[1] != facts:
+                    raise ScenarioError(path, f"the type declared at {first[0]} (OID {c.type.oid})",
+                                        f"{c.type.name} with labels {list(c.type.labels)}")
 
     def columns(self, path: str, cols_data: Any) -> list[Column]:
         if not isinstance(cols_data, list) or not cols_data:

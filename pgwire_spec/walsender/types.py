@@ -73,6 +73,10 @@ class ColumnType:
     typmod: int = -1
     #: For arrays, the element type; None otherwise.
     element: ColumnType | None = None
+    #: An enum's labels in their sort order (``CREATE TYPE … AS ENUM``), and each label's
+    #: pg_enum OID; empty for any other type.
+    labels: tuple[str, ...] = ()
+    label_oids: tuple[int, ...] = ()
 
     @property
     def is_array(self) -> bool:
@@ -92,6 +96,11 @@ class ColumnType:
             if not isinstance(value, (list, tuple)):
                 raise TypeValueError(f"expected a list for {self.name}, found {value!r}")
             return _array_text(self.element, list(value))
+        if self.labels:
+            if not isinstance(value, str) or value not in self.labels:
+                raise TypeValueError(f"expected a label of enum {self.name} ({', '.join(self.labels)}), "
+                                     f"found {value!r}")
+            return value
         fmt = _TEXT.get(self.name)
         if fmt is None:
             if isinstance(value, bytes):
@@ -120,6 +129,8 @@ class ColumnType:
             if self.element.name not in _BINARY or not isinstance(value, (list, tuple)):
                 return None
             return _array_binary(self.element, list(value))
+        if self.labels:
+            return str(self.text(value)).encode()  # enum_send: the label's text (enum.c)
         fn = _BINARY.get(self.name)
         if fn is None or self.is_user_type:
             return None
@@ -127,6 +138,8 @@ class ColumnType:
 
     @property
     def has_binary(self) -> bool:
+        if self.labels:
+            return True
         if self.is_user_type:
             return False
         if self.element is not None:
@@ -155,9 +168,12 @@ def resolve_type(spec: Any) -> ColumnType:
     """A column type from a scenario: a SQL type name, an OID, or a mapping
     ``{oid: N, name: …, namespace: …, typmod: …}``. Raises ValueError naming what it found."""
     if isinstance(spec, dict):
-        unknown = set(spec) - {"oid", "name", "namespace", "typmod"}
+        unknown = set(spec) - {"oid", "name", "namespace", "typmod", "enum", "enum_oids"}
         if unknown:
-            raise ValueError(f"expected a type with keys oid, name, namespace, typmod, found {sorted(unknown)}")
+            raise ValueError(f"expected a type with keys oid, name, namespace, typmod, enum, enum_oids, found "
+                             f"{sorted(unknown)}")
+        if "enum" in spec or "enum_oids" in spec:
+            return _enum_type(spec)
         if "oid" not in spec:
             if "name" in spec:
                 base = resolve_type(spec["name"])
@@ -210,6 +226,32 @@ def resolve_type(spec: Any) -> ColumnType:
     if is_array:
         return ColumnType(array_oid, "_" + name, "pg_catalog", typmod, base)
     return base
+
+
+def _enum_type(spec: dict[str, Any]) -> ColumnType:
+    """``{oid: N, name: mood, enum: [sad, ok, happy]}``: a user's enum type, as ``CREATE TYPE
+    mood AS ENUM ('sad', 'ok', 'happy')`` makes it. Its labels' OIDs are the even numbers after
+    the type's (pg_enum.c EnumValuesCreate takes even OIDs, sorted in label order), unless
+    ``enum_oids`` names them."""
+    oid, labels = spec.get("oid"), spec.get("enum")
+    if isinstance(oid, bool) or not isinstance(oid, int) or not FIRST_USER_OID <= oid <= _MAX_OID:
+        raise ValueError(f"expected an enum type's OID from {FIRST_USER_OID} to {_MAX_OID}, found {oid!r}")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
+        raise ValueError(f"expected enum: a non-empty list of labels, found {labels!r}")
+    for label in labels:
+        if not label or len(label.encode()) > 63:
+            # pg_enum.c: invalid enum label; labels must be 1 to NAMEDATALEN - 1 bytes
+            raise ValueError(f"expected enum labels of 1 to 63 bytes, found {label!r}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"expected distinct enum labels, found {labels!r}")
+    first = oid + 1 + (oid + 1) % 2
+    oids = spec.get("enum_oids", [first + 2 * i for i in range(len(labels))])
+    if (not isinstance(oids, list) or len(oids) != len(labels) or len(set(oids)) != len(oids)
+            or not all(isinstance(o, int) and not isinstance(o, bool) and 0 < o <= _MAX_OID for o in oids)):
+        raise ValueError(f"expected enum_oids: one distinct OID per label ({len(labels)}), found {oids!r}")
+    name = spec.get("name", f"type_{oid}")
+    return ColumnType(oid, str(name), str(spec.get("namespace", "public")), _typmod(spec.get("typmod", -1)),
+                      None, tuple(labels), tuple(oids))
 
 
 def _from_oid(oid: int) -> ColumnType:

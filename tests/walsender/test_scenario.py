@@ -123,6 +123,12 @@ def test_every_change_kind_and_two_phase() -> None:
     ({"transactions": [{"message": "p", "transactional": True}]}, "transactions[0].transactional", "true"),
     ({"transactions": [{"changes": [{"wat": 1}]}]}, "transactions[0].changes[0]", "{'wat': 1}"),
     ({"faults": [{"action": "explode"}]}, "faults[0]", "explode"),
+    ({"tables": {"t": {"columns": [{"name": "m", "type": {"oid": 16385, "name": "mood", "enum": ["sad", "ok"]}}]}},
+      "transactions": [{"changes": [{"insert": "t", "new": {"m": "meh"}}]}]},
+     "transactions[0].changes[0].new.m", "'meh'"),
+    ({"tables": {"t": {"columns": [{"name": "m", "type": {"oid": 16385, "name": "mood", "enum": ["sad", "ok"]}}]},
+                 "u": {"columns": [{"name": "m", "type": {"oid": 16385, "name": "mood", "enum": ["ok"]}}]}}},
+     "tables['public.u'].columns[0].type", "['ok']"),
     ({"replay": {"fixture": "/nonexistent.json.gz"}}, "replay", "No such file"),
 ])
 def test_bad_scenarios_say_where_and_what(data: dict[str, Any], path: str, found: str) -> None:

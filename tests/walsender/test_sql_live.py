@@ -45,7 +45,9 @@ SCENARIO: dict[str, Any] = {
         "public.events": {"replica_identity": "full",
                           "columns": [{"name": "at", "type": "timestamptz"}, {"name": "kind", "type": "varchar(20)"},
                                       {"name": "n", "type": "int8"}, {"name": "ok", "type": "bool"},
-                                      {"name": "tags", "type": "text[]"}]},
+                                      {"name": "tags", "type": "text[]"},
+                                      {"name": "mood", "type": {"oid": 16385, "name": "mood",
+                                                                "enum": ["sad", "ok", "happy"]}}]},
     },
     "transactions": [
         {"changes": [{"insert": "public.accounts", "new": {"id": 2, "name": "bob", "amount": "3.00"}},
@@ -56,8 +58,10 @@ SCENARIO: dict[str, Any] = {
 
 #: The same on a real server.
 SCHEMA = [
+    "DROP TYPE IF EXISTS public.mood",
+    "CREATE TYPE public.mood AS ENUM ('sad', 'ok', 'happy')",
     "CREATE TABLE public.accounts (id int4 PRIMARY KEY, name text, amount numeric(10,2))",
-    "CREATE TABLE public.events (at timestamptz, kind varchar(20), n int8, ok bool, tags text[])",
+    "CREATE TABLE public.events (at timestamptz, kind varchar(20), n int8, ok bool, tags text[], mood public.mood)",
     "ALTER TABLE public.events REPLICA IDENTITY FULL",
 ]
 WORKLOAD = [
@@ -101,6 +105,14 @@ QUERIES = [
     "SELECT slot_name, plugin, slot_type, database, temporary, active, two_phase FROM pg_replication_slots",
     "SELECT current_setting('wal_level'), current_setting('server_encoding'), current_setting('integer_datetimes')",
     "SHOW wal_level",
+    # an enum type's labels (Debezium's type registry reads them), as CREATE TYPE … AS ENUM makes them
+    "SELECT t.typname, t.typtype, t.typcategory, t.typlen, t.typbyval, e.labels FROM pg_type t LEFT JOIN "
+    "(SELECT enumtypid AS id, array_agg(enumlabel ORDER BY enumsortorder) AS labels FROM pg_enum GROUP BY enumtypid) e "
+    "ON t.oid = e.id WHERE t.typname = 'mood'",
+    "SELECT e.enumsortorder, e.enumlabel, e.oid::int8 % 2 = 0 AS even, e.oid > e.enumtypid AS after_type "
+    "FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid WHERE t.typname = 'mood' ORDER BY e.enumsortorder",
+    "SELECT a.attname, a.attlen, a.attbyval, a.attstorage FROM pg_attribute a "
+    "WHERE a.attrelid = 'public.events'::regclass AND a.attname = 'mood'",
     "SHOW wal_sender_timeout",
     "SELECT current_setting('wal_sender_timeout'), current_setting('authentication_timeout')",
     "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.nspname IN ('public', 'pg_catalog') ORDER BY 1",

@@ -38,6 +38,29 @@ def test_user_types_are_text_only_and_need_a_type_message() -> None:
     assert t.text("happy") == "happy" and t.binary("happy") is None
 
 
+def test_an_enum_type_takes_its_labels() -> None:
+    """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'): label OIDs even and ascending after the
+    type's (pg_enum.c), values only among the labels, sent as the label's text (enum_send)."""
+    t = resolve_type({"oid": 16385, "name": "mood", "enum": ["sad", "ok", "happy"]})
+    assert t.labels == ("sad", "ok", "happy") and t.label_oids == (16386, 16388, 16390)
+    assert resolve_type({"oid": 16500, "name": "mood", "enum": ["a", "b"]}).label_oids == (16502, 16504)
+    assert t.text("ok") == "ok" and t.has_binary and t.binary("happy") == b"happy"
+    with pytest.raises(TypeValueError, match=r"a label of enum mood \(sad, ok, happy\), found 'meh'"):
+        t.text("meh")
+    given = resolve_type({"oid": 16385, "name": "mood", "enum": ["x", "y"], "enum_oids": [17001, 17000]})
+    assert given.label_oids == (17001, 17000)
+
+
+@pytest.mark.parametrize("bad", [
+    {"oid": 16385, "enum": []}, {"oid": 16385, "enum": ["a", "a"]}, {"oid": 16385, "enum": ["x" * 64]},
+    {"oid": 23, "enum": ["a"]}, {"oid": 16385, "enum": ["a"], "enum_oids": [1, 2]}, {"oid": 16385, "enum": [""]},
+    {"oid": 16385, "enum_oids": [1]}, {"oid": 16385, "enum": "a,b"},
+])
+def test_bad_enum_types(bad: Any) -> None:
+    with pytest.raises(ValueError, match="expected"):
+        resolve_type(bad)
+
+
 @pytest.mark.parametrize("bad", ["int77", "varchar(", 3.5, {"name": "x", "bogus": 1}, -4])
 def test_unknown_types_are_errors(bad: Any) -> None:
     with pytest.raises(ValueError, match="expected"):
