@@ -137,18 +137,17 @@ def truncated_identifiers(sql: str) -> list[tuple[str, str]]:
     unless quoted; as cut). scan.l cuts each with a NOTICE 42622 (scansup.c
     truncate_identifier(…, warn=true)); a text the scanner refuses has none here (its
     syntax error is the parser's)."""
-    if len(sql) < 64:
+    if len(sql) < 16:  # 64 bytes are at least 16 characters
         return []
-    data = sql.encode("utf-8", "surrogatepass")
     try:
         tokens = scan(sql)
-    except ParseError:
+    except (ParseError, ValueError):  # ValueError: text UTF-8 cannot hold (a lone surrogate)
         return []
     out = []
     for tok in tokens:
-        if tok.name != "IDENT" or tok.end - tok.start < 63:
+        if tok.name != "IDENT" or tok.end - tok.start < 15:  # positions: characters, end included
             continue
-        raw = data[tok.start:tok.end + 1].decode("utf-8", "surrogatepass")
+        raw = sql[tok.start:tok.end + 1]
         # quoted: "" is a quote; unquoted: ASCII letters lower-cased (downcase_identifier)
         name = raw[1:-1].replace('""', '"') if raw.startswith('"') else downcase_identifier(raw)
         cut = truncate_identifier(name)

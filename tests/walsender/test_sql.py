@@ -16,6 +16,7 @@ from pgwire_spec.lsn import parse_lsn
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from pgwire_spec.walsender import ServerState
+from pgwire_spec.walsender._engine import truncated_identifiers
 from pgwire_spec.walsender.personas import ServerError
 from pgwire_spec.walsender.scenario import Limits, Scenario
 from pgwire_spec.wire import (
@@ -342,3 +343,11 @@ def test_copy_serves_the_initial_rows_to_every_slot() -> None:
     assert _go_demo_flow(state)
     out = _client(state, "database").query("COPY public.accounts TO STDOUT")
     assert [x.data for x in out if isinstance(x, CopyData)] == [b"1\talice\t10.50\n"]
+
+
+def test_sql_identifiers_over_63_bytes_are_reported_as_scan_l_cuts_them() -> None:
+    # quoted: kept as written, cut on a character boundary (é is 2 bytes: 31 fit); unquoted:
+    # ASCII letters lower-cased first; strings and short names are no identifiers to cut
+    assert truncated_identifiers(f'SELECT "{"é" * 40}", {"Ab" * 40} FROM t WHERE x = \'{"z" * 99}\'') == [
+        ("é" * 40, "é" * 31), ("ab" * 40, ("ab" * 40)[:63])]
+    assert truncated_identifiers("SELECT 1") == [] and truncated_identifiers("SELECT '\ud800' || x") == []
