@@ -14,14 +14,21 @@ Times: the CPU time of the measuring thread (``time.thread_time``: one core's wo
 the time other processes on a shared machine held it) and the wall clock beside it, both
 medians; the load average is printed with them. The last line is the whole command's work
 in-process (``verify_paths`` over the corpus: reading, gunzip, JSON, every check; sessions
-and physical recordings included), without the interpreter's start.
+and physical recordings included), without the interpreter's start; the line after it is
+the command as a user runs it, ``pgwire-spec verify-fixtures`` started from the shell
+(interpreter start and imports included): the cases it reports verified divided by the
+process's CPU time (user + system, one core) and by its wall clock.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
 import statistics
+import subprocess
+import sys
 import time
 
 from pgwire_spec._resources import fixtures_dir
@@ -60,6 +67,27 @@ def _median_rate(fn, count: int, repeat: int) -> tuple[float, float]:
 WALL = [0.0, 0.0]
 
 
+def _command() -> tuple[int, float, float]:
+    """(cases verified, CPU seconds, wall seconds) of one ``pgwire-spec verify-fixtures``
+    process over the corpus, as a user starts it (this checkout's package first on the path)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_CHECKOUT, os.environ.get("PYTHONPATH")])))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pgwire_spec", "verify-fixtures", "-q", str(fixtures_dir())],
+                          env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found = re.search(r"^([\d,]+) cases in .*: all match$", done.stdout, re.M)
+    if done.returncode or not found:
+        raise SystemExit(f"pgwire-spec verify-fixtures failed ({done.returncode}): {done.stdout[-300:]}{done.stderr[-300:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return int(found.group(1).replace(",", "")), cpu, wall
+
+
+#: the checkout this script belongs to, so that the command measured is this tree's
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=100_000)
@@ -94,6 +122,16 @@ def main() -> None:
     rate, WALL[0] = runs * cases[0], WALL[0] * cases[0]
     print(f"whole corpus as verify-fixtures reads it ({cases[0]:,} cases, files read and parsed): "
           f"median {med:.2f} s of CPU = {rate:,.0f} cases/s; wall clock {WALL[1]:.2f} s = {WALL[0]:,.0f} cases/s")
+
+    cpus, walls = [], []
+    for _ in range(args.repeat):
+        cases[0], cpu, wall = _command()
+        cpus.append(cpu)
+        walls.append(wall)
+    cpu, wall = statistics.median(cpus), statistics.median(walls)
+    print(f"the command from the shell (pgwire-spec verify-fixtures, {cases[0]:,} cases, interpreter start and "
+          f"imports included): median {cpu:.2f} s of CPU = {cases[0] / cpu:,.0f} cases/s; "
+          f"wall clock {wall:.2f} s = {cases[0] / wall:,.0f} cases/s")
 
     # Side by side with pypgoutput on the protocol-1 kinds it decodes.
     v1 = [bytes.fromhex(c.hex) for g in groups for c in g.cases

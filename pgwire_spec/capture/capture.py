@@ -13,8 +13,8 @@ import datetime as _dt
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
@@ -23,8 +23,8 @@ from ..errors import DecodeError, PgWireError
 from ..jsonform import to_json
 from ..lsn import format_lsn, parse_lsn
 from ..pgoutput.decoder import PgOutputDecoder
-from ..pgoutput.messages import tuple_kinds
 from ..servers import Provider, Server
+from .elide import ELIDE_KEEP, dml_shape, elide
 from .fixture import FixtureCase, FixtureFile, FixtureGroup
 from .flags import NOTES, Flagger
 from .options import OptionSet, option_sets
@@ -33,11 +33,6 @@ from .workload import MAIN_PUBLICATION, SCHEMA, Step, Workload
 __all__ = ["CaptureError", "capture", "run_capture", "build_group", "elide", "ELIDE_KEEP", "Progress"]
 
 Progress = Callable[[str], None]
-_C = TypeVar("_C", bound=Any)
-
-#: Of a run of identical-shaped DML payloads, keep this many at each end.
-ELIDE_KEEP = 3
-
 
 class CaptureError(PgWireError):
     """A capture that could not run: a refused workload step, a slot that cannot be made, a
@@ -56,38 +51,6 @@ class Row:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _shape(msg: Any, in_stream: bool) -> tuple[Any, ...] | None:
-    """What makes two DML payloads "the same" for elision."""
-    tag = msg.tag
-    if tag not in "IUD":
-        return None
-    tuples = (getattr(msg, "old_tuple", None), getattr(msg, "new_tuple", None))
-    return (tag, msg.relation_id, in_stream, getattr(msg, "old_kind", None),
-            tuple(tuple_kinds(t) if t is not None else None for t in tuples))
-
-
-def elide(cases: list[_C], shapes: list[tuple[Any, ...] | None], keep: int = ELIDE_KEEP) -> list[_C]:
-    """Drop the middle of each run of more than ``2 * keep`` identical-shaped DML cases; the
-    last kept case before a gap records how many were dropped (``elided_after``)."""
-    out: list[_C] = []
-    i = 0
-    n = len(cases)
-    while i < n:
-        j = i + 1
-        if shapes[i] is not None:
-            while j < n and shapes[j] == shapes[i]:
-                j += 1
-        run = cases[i:j]
-        if len(run) > 2 * keep:
-            head = run[:keep]
-            head[-1] = replace(head[-1], elided_after=len(run) - 2 * keep)
-            out += head + run[-keep:]
-        else:
-            out += run
-        i = j
-    return out
 
 
 def build_group(
@@ -121,7 +84,7 @@ def build_group(
             lsn=format_lsn(lsn), xid=xid, expected=to_json(msg),
             flags=tuple(flagger.flags(msg, in_stream, data)),
         ))
-        shapes.append(_shape(msg, in_stream))
+        shapes.append(dml_shape(msg, in_stream))
     return FixtureGroup(
         name=name, options=opts.pgoutput_options(), context=ctx, slot=slot,
         cases=tuple(elide(cases, shapes, keep)), captured=len(rows),

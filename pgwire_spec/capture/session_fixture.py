@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, EncodeError
 from ..jsonform import to_json
@@ -37,12 +37,14 @@ from ..wire import (
     WireMessage,
     encode_message,
 )
-from .capture import _shape, elide
+from .elide import dml_shape, elide
 from .fixture import _dumps, _need, _need_direction, _need_header
 from .flags import NOTES, Flagger
 from .options import OptionSet
-from .session import ReplicationClient
 from .verify import Mismatch, json_diff
+
+if TYPE_CHECKING:  # the recording client (psycopg, sockets): verifying a session needs none of it
+    from .session import ReplicationClient
 
 __all__ = [
     "SESSION_FORMAT",
@@ -158,7 +160,7 @@ def build_session(client: ReplicationClient, *, major: int, server_version: str,
         if ex.pgoutput is not None and isinstance(ex.copy, XLogData):
             flags += flagger.flags(ex.pgoutput, ex.in_stream, ex.copy.data)
             pg = {"in_stream": ex.in_stream, "expected": to_json(ex.pgoutput)}
-            shape = _shape(ex.pgoutput, ex.in_stream)
+            shape = dml_shape(ex.pgoutput, ex.in_stream)
         msgs.append(SessionMessage(
             id=f"pg{major}/{name}/{index}", index=index, direction=ex.direction, hex=ex.data.hex(),
             expected=_wire_json(ex.message), copy=_copy_json(ex.copy) if ex.copy is not None else None,
