@@ -28,8 +28,13 @@ NOTES: dict[str, str] = {
     "stream-abort-subtransaction": "Stream Abort with subxid != xid: only that subtransaction's changes are "
                                    "discarded; the transaction goes on (go-pq-cdc #166 dropped it all).",
     "stream-abort-whole-transaction": "Stream Abort with subxid == xid: the whole streamed transaction aborted.",
-    "stray-stream-abort": "Stream Abort sent to a client that did not ask for streaming (seen on 18); a "
-                          "decoder must not crash on it.",
+    "stray-stream-abort": "Stream Abort of a subtransaction of an xid never streamed (no Stream Start): "
+                          "PostgreSQL 18 sends it for a transaction it discarded unstreamed because it "
+                          "had aborted, to every client, also one that did not ask for streaming "
+                          "(erratum E-PG18-STRAY-STREAM-ABORT); a decoder must accept and ignore it.",
+    "toast-key-unchanged": "A 'u' value in a key column of the new tuple: the replica-identity key is "
+                           "stored out of line and the UPDATE did not change it; the 'K' old tuple "
+                           "carries the key, de-toasted.",
     "stream-prepare": "Stream Prepare 'p': a streamed transaction was prepared (two_phase and streaming).",
     "key-tuple-full-width": "A 'K' old tuple is as wide as the relation: non-key columns are 'n'.",
     "old-tuple-full": "An 'O' old tuple (REPLICA IDENTITY FULL): every column, de-toasted, never 'u'.",
@@ -138,6 +143,12 @@ class Flagger:
                 out.append("old-tuple-full")
             if "u" in kinds:
                 out.append("unchanged-toast")
+                rel = self.relations.get(msg.relation_id)
+                new_tuple = getattr(msg, "new_tuple", None) or ()
+                # a key of its own (default or USING INDEX): under FULL every column is flagged
+                if rel is not None and rel.replica_identity in ("d", "i") and any(
+                        k == "u" and c.flags & 1 for k, c in zip(m.tuple_kinds(new_tuple), rel.columns)):
+                    out.append("toast-key-unchanged")
             if "b" in kinds:
                 out.append("binary-values")
                 if any("b" in m.tuple_kinds(t) and "t" in m.tuple_kinds(t) for t in tuples if t is not None):
@@ -169,12 +180,11 @@ class Flagger:
                 out.append("stream-interleaved")
             self.open_streams.add(msg.xid)
         elif isinstance(msg, m.StreamAbort):
-            if self.streaming == "off":
+            if self.streaming == "off" or msg.xid not in self.open_streams:
                 out.append("stray-stream-abort")
-            elif len(payload) == 9:
-                out.append("stream-abort-no-tail-with-streaming-on")
-            else:
-                out.append("stream-abort-parallel-tail")
+            if self.streaming != "off":
+                out.append("stream-abort-no-tail-with-streaming-on" if len(payload) == 9
+                           else "stream-abort-parallel-tail")
             if msg.aborts_whole_transaction:
                 out.append("stream-abort-whole-transaction")
                 self.open_streams.discard(msg.xid)

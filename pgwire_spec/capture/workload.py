@@ -29,10 +29,13 @@ __all__ = [
     "SCHEMA",
     "MAIN_PUBLICATION",
     "WORKLOAD_VERSION",
+    "SESSION_WORKLOAD_VERSION",
 ]
 
 #: Bumped whenever the built-in workload changes (fixture headers record it).
-WORKLOAD_VERSION = 1
+WORKLOAD_VERSION = 2
+#: The session workload's own version (fixtures/sessions/ headers record it).
+SESSION_WORKLOAD_VERSION = 1
 SCHEMA = "pgws"
 MAIN_PUBLICATION = "pgws_all"
 
@@ -104,6 +107,10 @@ ALTER TABLE {SCHEMA}.t_toast ALTER COLUMN big SET STORAGE EXTERNAL;
 CREATE TABLE {SCHEMA}.t_toast_full (id integer, small text, big text);
 ALTER TABLE {SCHEMA}.t_toast_full ALTER COLUMN big SET STORAGE EXTERNAL;
 ALTER TABLE {SCHEMA}.t_toast_full REPLICA IDENTITY FULL;
+-- A replica-identity key stored out of line: EXTERNAL storage (never compressed), so a key of
+-- 2.5 kB leaves the heap tuple (over the 2 kB TOAST threshold) and still fits a btree entry.
+CREATE TABLE {SCHEMA}.t_toast_key (k text PRIMARY KEY, v text);
+ALTER TABLE {SCHEMA}.t_toast_key ALTER COLUMN k SET STORAGE EXTERNAL;
 CREATE TABLE {SCHEMA}.t_parent (id integer PRIMARY KEY);
 CREATE TABLE {SCHEMA}.t_child (id integer PRIMARY KEY, parent_id integer REFERENCES {SCHEMA}.t_parent);
 CREATE TABLE {SCHEMA}.t_serial (id serial PRIMARY KEY, v text);
@@ -144,6 +151,8 @@ CREATE PUBLICATION {MAIN_PUBLICATION} FOR ALL TABLES;
 
 _BIG = "repeat(md5(g::text), 70)"  # 2,240 bytes: over the TOAST threshold, stored out of line
 
+_KEY = "repeat(md5(g::text), 78)"  # 2,496 bytes: a key stored out of line (EXTERNAL storage)
+
 _ACTIONS = f"""
 -- A transaction with an xid and nothing published (DDL): Begin/Commit up to 14, skipped from 15.
 CREATE TABLE {SCHEMA}.t_scratch (id integer);
@@ -175,6 +184,11 @@ UPDATE {SCHEMA}.t_toast SET small = 'changed' WHERE id = 1;
 INSERT INTO {SCHEMA}.t_toast_full SELECT g, 'small', {_BIG} FROM generate_series(1, 1) g;
 UPDATE {SCHEMA}.t_toast_full SET small = 'changed' WHERE id = 1;
 DELETE FROM {SCHEMA}.t_toast WHERE id = 2;
+-- An out-of-line key the UPDATE does not touch: 'u' for the key in the new tuple, and a 'K' old
+-- tuple holding the key de-toasted (heapam.c: an external key value makes the old key logged).
+INSERT INTO {SCHEMA}.t_toast_key SELECT {_KEY}, 'v' FROM generate_series(1, 2) g;
+UPDATE {SCHEMA}.t_toast_key SET v = 'changed' WHERE k = repeat(md5('1'), 78);
+DELETE FROM {SCHEMA}.t_toast_key WHERE k = repeat(md5('2'), 78);
 -- Quoted non-ASCII identifiers.
 INSERT INTO {SCHEMA}."Ünïcode tåble" VALUES (1, 'ünïcødé ✓');
 -- Several changes in one transaction, with a savepoint released and one rolled back.
@@ -212,6 +226,16 @@ COMMIT;
 -- Streamed whole-transaction abort: Stream Abort (xid, xid).
 BEGIN;
 INSERT INTO {SCHEMA}.t_bulk SELECT g, repeat('r', 100) FROM generate_series(20001, 21200) g;
+ROLLBACK;
+-- A large transaction already rolled back when it is decoded, with a released subtransaction
+-- holding a change: 18 discards it unstreamed, yet sends a Stream Abort (xid, subxid) to every
+-- client, streaming or not (erratum E-PG18-STRAY-STREAM-ABORT); 14-17 stream it to a streaming
+-- client and abort it as usual, and send nothing to the others.
+BEGIN;
+SAVEPOINT stray;
+INSERT INTO {SCHEMA}.t_bulk VALUES (70000, 'in a released subtransaction');
+RELEASE SAVEPOINT stray;
+INSERT INTO {SCHEMA}.t_bulk SELECT g, repeat('w', 100) FROM generate_series(70001, 71200) g;
 ROLLBACK;
 -- Two-phase: PREPARE then COMMIT PREPARED / ROLLBACK PREPARED.
 BEGIN;
@@ -349,7 +373,7 @@ INSERT INTO {SCHEMA}.t_session VALUES (5, 'the end');
 
 def session_workload() -> Workload:
     """The smaller workload of recorded walsender sessions (whole conversations)."""
-    return Workload(f"session-v{WORKLOAD_VERSION}", tuple(_steps(_SESSION_SETUP)), tuple(_steps(_SESSION_ACTIONS)))
+    return Workload(f"session-v{SESSION_WORKLOAD_VERSION}", tuple(_steps(_SESSION_SETUP)), tuple(_steps(_SESSION_ACTIONS)))
 
 
 def sql_workload(actions: list[Path], setup: list[Path] | None = None) -> Workload:

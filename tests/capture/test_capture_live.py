@@ -188,3 +188,28 @@ def test_a_signal_during_capture_stops_the_server_and_removes_its_files(
     assert _postgres_on_port(port) == []
     assert not data_dir.parent.exists(), f"{data_dir.parent} left behind"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_workload_key_really_lands_out_of_line(pg_server: Callable) -> None:
+    """The workload's t_toast_key rows, run as the workload writes them: each 2,496-byte key
+    is stored out of line, uncompressed (the toast table holds two values' chunks,
+    pg_column_size the full length, storage 'e') and its btree entry fits (the INSERT ran)."""
+    server = pg_server(15)
+    steps = [s.sql for s in builtin_workload().setup + builtin_workload().actions
+             if "t_toast_key" in s.sql and not s.sql.startswith(("UPDATE", "DELETE"))]
+    assert len(steps) == 3  # CREATE, ALTER … SET STORAGE EXTERNAL, INSERT
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA pgws")
+        try:
+            for sql in steps:
+                conn.execute(sql)
+            toast = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class "
+                                 "WHERE oid = 'pgws.t_toast_key'::regclass").fetchone()[0]
+            chunks, values = conn.execute(f"SELECT count(*), count(DISTINCT chunk_id) FROM {toast}").fetchone()
+            assert values == 2 and chunks >= 4
+            assert conn.execute("SELECT DISTINCT octet_length(k), pg_column_size(k) FROM pgws.t_toast_key"
+                                ).fetchall() == [(2496, 2496)]
+            assert conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'pgws.t_toast_key'::regclass "
+                                "AND attname = 'k'").fetchone() == ("e",)
+        finally:
+            conn.execute("DROP SCHEMA pgws CASCADE")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections import Counter
 from pathlib import Path
 
@@ -94,3 +95,58 @@ def test_bulk_rows_are_elided_and_counted() -> None:
     gap = next(c for c in group.cases if c.elided_after)
     following = group.cases[group.cases.index(gap) + 1]
     assert following.index == gap.index + gap.elided_after + 1
+
+
+def _text_value(text: str, binary: bool) -> dict[str, str]:
+    """A text value's JSON form (with binary = true, text's send function: the same bytes)."""
+    return {"kind": "b", "hex": text.encode().hex()} if binary else {"kind": "t", "text": text}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_a_toasted_replica_identity_key_on_every_major(path: Path) -> None:
+    """t_toast_key: a 2,496-byte primary key stored out of line (EXTERNAL). An UPDATE of the
+    other column sends the key as 'u' in the new tuple, and a full-width 'K' old tuple with
+    the key de-toasted in it (heapam.c logs the old key when the key has an external value);
+    a DELETE sends the key in full. The same on every major's current minor, every option set."""
+    fx = read_fixture(path)
+    key = hashlib.md5(b"1").hexdigest() * 78
+    for group in fx.groups:
+        rel = next((c for c in group.cases if c.expected["type"] == "Relation" and c.expected["name"] == "t_toast_key"),
+                   None)
+        if rel is None:
+            assert group.options.get("publication_names") != "pgws_all", group.name
+            continue
+        assert [col["flags"] for col in rel.expected["columns"]] == [1, 0]
+        rid = rel.expected["relation_id"]
+        (upd,) = [c for c in group.cases if c.expected["type"] == "Update" and c.expected["relation_id"] == rid]
+        assert "toast-key-unchanged" in upd.flags and "unchanged-toast" in upd.flags
+        assert upd.expected["old_kind"] == "K"
+        binary = group.context["binary"]
+        value = _text_value(key, binary)
+        changed = _text_value("changed", binary)
+        assert upd.expected["old_tuple"] == [value, {"kind": "n"}]
+        assert upd.expected["new_tuple"] == [{"kind": "u"}, changed]
+        (dele,) = [c for c in group.cases if c.expected["type"] == "Delete" and c.expected["relation_id"] == rid]
+        assert dele.expected["old_tuple"] == [_text_value(hashlib.md5(b"2").hexdigest() * 78, binary), {"kind": "n"}]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_pg18_sends_a_stray_stream_abort_and_no_other_major_does(path: Path) -> None:
+    """A transaction already rolled back when it is decoded, with a released subtransaction
+    holding a change: 18 sends Stream Abort (xid, subxid) for it in every option set, with
+    streaming or not, never preceded by a Stream Start of that xid (erratum
+    E-PG18-STRAY-STREAM-ABORT); 10-17 do not."""
+    fx = read_fixture(path)
+    for group in fx.groups:
+        if group.options.get("publication_names") != "pgws_all":
+            continue
+        stray = [c for c in group.cases if "stray-stream-abort" in c.flags]
+        if fx.major < 18:
+            assert stray == [], group.name
+            continue
+        assert len(stray) == 1, group.name
+        (case,) = stray
+        xid, sub = case.expected["xid"], case.expected["subtransaction_xid"]
+        assert sub != xid and case.in_stream is False
+        assert not any(c.expected["type"] == "StreamStart" and c.expected["xid"] == xid for c in group.cases)
+        assert len(case.hex) == (50 if group.context["streaming"] == "parallel" else 18)
