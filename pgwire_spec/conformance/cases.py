@@ -401,6 +401,11 @@ class _StreamView:
                     return j
         return None
 
+    def started_before(self, index: int, xid: int) -> bool:
+        """Whether a Stream Start of *xid* comes before payload *index*."""
+        key = xid.to_bytes(4, "big")
+        return any(self.tags[j] == "S" and self.payloads[j][1:5] == key for j in range(index))
+
     def parts(self, index: int, relations: Mapping[int, int] | None = None) -> tuple[list[tuple[Any, ...]], int]:
         """The smallest valid stream around payload *index*: its block's opener and closer,
         the Relation messages it refers to (the latest before it, re-encoded for the block
@@ -462,6 +467,10 @@ class _StreamView:
             xid = int.from_bytes(first[1:5], "big")
         elif tag in ("c", "A", "p") and msg is not None:
             xid = msg.xid  # type: ignore[attr-defined]
+            if tag == "A" and not self.started_before(index, xid):
+                # PostgreSQL 18's stray Stream Abort of an xid it never streamed (erratum
+                # E-PG18-STRAY-STREAM-ABORT): judged as it came, without a Stream Start
+                xid = None
         if xid is not None:
             prelude = [("start", xid), ("stop",)]
         out = prelude + ([("at", opener)] if opener is not None and opener != index else []) + rels
