@@ -103,10 +103,12 @@ def _groups(major: int) -> list[dict[str, Any]]:
             and g["options"]["publication_names"] != "pgws_all"]
 
 
-def _fixture(major: int, publication: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _fixture(major: int, publication: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """The group's options, its messages but 18's stray Stream Aborts, and how many of those."""
     for group in _groups(major):
         if group["options"].get("publication_names") == publication:
-            return group["options"], [c["expected"] for c in group["cases"]]
+            stray = [c for c in group["cases"] if "stray-stream-abort" in c.get("flags", ())]
+            return (group["options"], [c["expected"] for c in group["cases"] if c not in stray], len(stray))
     raise AssertionError(f"no {publication} group in pg{major}")
 
 
@@ -128,7 +130,11 @@ CASES = [(major, pub) for major in (13, 14, 15, 16, 17, 18) for pub in ("pgws_ro
 
 @pytest.mark.parametrize(("major", "publication"), CASES)
 def test_the_fakes_stream_equals_a_real_servers(major: int, publication: str) -> None:
-    options, expected = _fixture(major, publication)
+    options, expected, stray = _fixture(major, publication)
+    # 18's stray Stream Abort (erratum E-PG18-STRAY-STREAM-ABORT) reaches the clients of every
+    # publication, whether it has the aborted transaction's table or not (pgoutput.c does not
+    # filter it); the fake sends it only as the fault stray_stream_abort.
+    assert stray == (1 if major >= 18 else 0)
     transactions = (_gen_transactions(expected) if publication == "pgws_gen"
                     else _TRANSACTIONS[publication])
     sc = Scenario.from_dict({"server": {"version": f"{major}.1"}, "tables": _TABLES,
