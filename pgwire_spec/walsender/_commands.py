@@ -70,6 +70,7 @@ class _Commands:
                     return
                 break
             if started:
+                self.tx_undo = None  # what came before in the Query commits
                 return  # START_REPLICATION: ReadyForQuery comes when the stream ends
         if self.tx == "I":
             self.tx_undo = None  # the Query's implicit transaction commits
