@@ -6,19 +6,22 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import select
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from pgwire_spec import PgOutputDecoder
 from pgwire_spec.capture import builtin_workload, capture, read_fixture, verify_fixture
 from pgwire_spec.capture.capture import CaptureError
-from pgwire_spec.pgoutput.messages import MESSAGE_TYPES
+from pgwire_spec.pgoutput.messages import MESSAGE_TYPES, Commit, StreamAbort
 from pgwire_spec.servers import free_port
 
 pytestmark = pytest.mark.live
@@ -213,3 +216,57 @@ def test_the_workload_key_really_lands_out_of_line(pg_server: Callable) -> None:
                                 "AND attname = 'k'").fetchone() == ("e",)
         finally:
             conn.execute("DROP SCHEMA pgws CASCADE")
+
+
+@pytest.mark.parametrize("major", [17, 18])
+def test_a_walsender_behind_a_rollback_sends_18s_stray_stream_abort(pg_server: Callable, major: int) -> None:
+    """Over the replication protocol, not only the SQL interface: the workload's rolled-back
+    transaction (a released subtransaction with a change, then more than
+    logical_decoding_work_mem) is written before the client starts streaming, so the
+    walsender decodes it after the rollback. psycopg2 with protocol 1 and no streaming gets
+    Stream Abort (xid, subxid) from 18 (erratum E-PG18-STRAY-STREAM-ABORT), nothing from 17."""
+    extras = pytest.importorskip("psycopg2.extras", reason="psycopg2-binary is in the test extra")
+    server = pg_server(major, "npm")
+    steps = [s.sql for s in builtin_workload().actions]
+    begin = steps.index("SAVEPOINT stray") - 1
+    aborted = steps[begin:steps.index("ROLLBACK", begin) + 1]
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE pgws_stray (id integer PRIMARY KEY, payload text)")
+        conn.execute("CREATE PUBLICATION pgws_stray_pub FOR TABLE pgws_stray")
+        conn.execute("SELECT pg_create_logical_replication_slot('pgws_stray', 'pgoutput')")
+        try:
+            for sql in aborted:
+                conn.execute(sql.replace("pgws.t_bulk", "pgws_stray"))
+            conn.execute("INSERT INTO pgws_stray VALUES (-1, 'the end')")
+            repl = extras.LogicalReplicationConnection(server.dsn)
+            try:
+                cur = repl.cursor()
+                cur.start_replication(slot_name="pgws_stray", decode=False,
+                                      options={"proto_version": "1", "publication_names": "pgws_stray_pub"})
+                dec = PgOutputDecoder(protocol_version=1)  # strict
+                got: list[Any] = []
+                deadline = time.monotonic() + 30
+                while not any(isinstance(m, Commit) for m in got):
+                    assert time.monotonic() < deadline, got
+                    msg = cur.read_message()
+                    if msg is None:
+                        select.select([cur], [], [], 0.2)
+                        continue
+                    got.append(dec.decode(msg.payload))
+            finally:
+                repl.close()
+        finally:
+            deadline = time.monotonic() + 10  # the walsender leaves a moment after the client
+            while conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = 'pgws_stray'").fetchone()[0]:
+                assert time.monotonic() < deadline, "the walsender did not release the slot"
+                time.sleep(0.05)
+            conn.execute("SELECT pg_drop_replication_slot('pgws_stray')")
+            conn.execute("DROP PUBLICATION pgws_stray_pub")
+            conn.execute("DROP TABLE pgws_stray")
+    stray = [m for m in got if isinstance(m, StreamAbort)]
+    assert [type(m).__name__ for m in got if not isinstance(m, StreamAbort)] == ["Begin", "Relation", "Insert", "Commit"]
+    if major >= 18:
+        assert len(stray) == 1 and stray[0].subtransaction_xid != stray[0].xid and got[0] is stray[0]
+        assert [w.rule for w in dec.warnings] == ["stray-stream-abort"]
+    else:
+        assert stray == [] and dec.warnings == []
