@@ -512,7 +512,7 @@ class SqlEngine:
     def _regclass(self, text: str | None, missing_ok: bool = False) -> int | None:
         if text is None:
             return None
-        parts = [p.strip('"') if p.startswith('"') else p.lower() for p in text.split(".")]
+        parts = [p.strip('"') if p.startswith('"') else downcase_identifier(p) for p in text.split(".")]
         schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[-1])
         try:
             return self._find_table(schema, name).oid

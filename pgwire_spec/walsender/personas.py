@@ -15,7 +15,7 @@ from typing import Any
 from .. import majors
 from ..errors import OptionError, PgWireError
 from ..majors import Major
-from ..replication.commands import truncate_identifier
+from ..replication.commands import downcase_identifier, truncate_identifier
 
 __all__ = ["Persona", "persona", "PERSONAS", "ServerError", "StreamOptions"]
 
@@ -232,7 +232,7 @@ def split_identifiers(text: str) -> list[str] | None:
             j = i
             while i < n and text[i] != "," and not text[i].isspace():
                 i += 1
-            name = text[j:i].lower()
+            name = downcase_identifier(text[j:i])  # ASCII letters only, as scansup.c
             if not name:
                 return None
         out.append(truncate_identifier(name))  # varlena.c SplitIdentifierString: silently

@@ -74,6 +74,8 @@ def test_split_identifiers() -> None:
     assert split_identifiers('"pub"') == ["pub"]
     assert split_identifiers("a, B ,\"C,d\"") == ["a", "b", "C,d"]
     assert split_identifiers('"a""b"') == ['a"b']
+    # only ASCII letters fold (scansup.c downcase_identifier in a UTF8 database)
+    assert split_identifiers("ÄB,İx") == ["Äb", "İx"]
     assert split_identifiers("a,,b") is None and split_identifiers('"') is None and split_identifiers("") is None
 
 
