@@ -261,3 +261,18 @@ def test_insert_encoder_refuses_what_the_type_refuses() -> None:
     for bad in (True, "one", 1.5):
         with pytest.raises(TypeValueError):
             encoder({'c "0"': bad, 'c "1"': "x"})
+
+
+def test_an_enum_is_sent_in_binary_as_its_label() -> None:
+    """proto.c logicalrep_write_tuple: binary for a type with a send function, and an enum's
+    (enum_send) is its label's text; a user type without labels stays text."""
+    data = {**RICH, "tables": {**RICH["tables"], "public.u": {"columns": [
+        {"name": "id", "type": "int4", "key": True},
+        {"name": "mood", "type": {"oid": 16500, "name": "mood", "enum": ["sad", "happy"]}}]}}}
+    for binary, want in (("true", b"happy"), ("false", "happy")):
+        writes, _ = _stream(16, [("proto_version", "1"), ("publication_names", "pub"), ("binary", binary)], data=data)
+        relid = next(w.message.relation_id for w in writes if isinstance(w.message, m.Relation)
+                     and w.message.name == "u")
+        moods = [w.message.new_tuple[1] for w in writes if isinstance(w.message, m.Insert)
+                 and w.message.relation_id == relid]
+        assert moods == [want]
