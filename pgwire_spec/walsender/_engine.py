@@ -913,6 +913,8 @@ def bind_parameters(sql: str, params: Sequence[str | None], types: Sequence[int]
     if not params:
         return sql
     stmt = parse_one(sql)
+    if stmt is None:
+        return sql  # an empty statement declared with parameters: still empty
     return str(RawStream()(_Params(params, types)(stmt)))
 
 

@@ -153,6 +153,13 @@ def test_errors_skip_to_sync_as_a_real_server() -> None:
     assert out[5].message == 'bind message supplies 1 parameters, but prepared statement "a" requires 2'
 
 
+def test_an_empty_statement_with_declared_parameters_binds() -> None:
+    """Bound, it is still empty (no internal error of the fake). A real 15 fails this Bind with
+    its own internal error, XX000 "cache lookup failed for type 0": the fake does not copy that."""
+    out = _run(_client(), Parse("a", "", (0, 0)), Bind("", "a", (), (None, None), ()), Execute(), Sync())
+    assert _shape(out) == ["ParseComplete", "BindComplete", "EmptyQueryResponse", "ReadyForQuery"]
+
+
 def test_a_query_after_an_error_is_skipped_until_sync() -> None:
     """As a real 15: every message up to Sync, a simple Query too."""
     c = _client()
