@@ -177,6 +177,8 @@ TX_BATCHES: list[list[Any]] = [
     [Parse("d", _CREATE_SLOT.format("tx_s3")), Describe("S", "d"), Bind("", "d"), Describe("P", ""), Sync()],
     [*_SLOTS, *_step("CREATE PUBLICATION tx_p4 FOR ALL TABLES"), Sync()],  # committed at Sync
     [*_PUBS, *_step("DROP PUBLICATION tx_p4"), *_step("SELECT pg_drop_replication_slot('tx_s1')"), Sync()],
+    [*_step("BEGIN"), *_step(_CREATE_SLOT.format("tx_s4")), Sync()],  # in a block without writes: allowed
+    [*_step("ROLLBACK"), *_SLOTS, Sync()],  # and not rolled back
 ]
 
 
@@ -203,3 +205,4 @@ def test_statement_effects_and_the_implicit_transaction_as_a_real_15(
     assert zero in ours[9] and ours[10][-2] == "E42704"
     assert ours[12] == ["ParseComplete", "ParameterDescription()", "RowDescription", "BindComplete",
                         "RowDescription", "ReadyForQuery"] and one in ours[13] and one in ours[14]
+    assert "DataRow(b'tx_s4',)" in ours[15] and one in ours[16]
