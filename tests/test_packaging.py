@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import zipfile
 from collections.abc import Iterator
@@ -87,6 +88,28 @@ def test_export_writes_the_corpus_and_the_schemas(installed: Path, elsewhere: Pa
     assert (out / "examples" / "scenarios" / "accounts.yaml").is_file()
     again = _run(installed, elsewhere, "export", str(out))
     assert again.returncode == 1 and "--force" in again.stderr and "Traceback" not in again.stderr
+
+
+@pytest.mark.clients
+@pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
+                    reason="node and npm are needed for pg-logical-replication (Debian: nodejs npm)")
+def test_a_node_client_is_put_to_the_cases_with_the_exported_harness(installed: Path, elsewhere: Path) -> None:
+    """The README's jsonl example from the package: the shipped Node harness exported, npm's
+    pg-logical-replication installed apart, the client's hello giving its profile and shape."""
+    from pgwire_spec.conformance.adapters.pg_logical_replication import install
+
+    prefix = install()  # npm install pg-logical-replication (once, into the cache)
+    exported = _run(installed, elsewhere, "export", "--only", "harnesses", "h")
+    assert exported.returncode == 0, exported.stderr
+    client = (f"node h/harnesses/pg_logical_replication_client.js {prefix} {{host}} {{port}} {{user}} {{dbname}} "
+              f"{{slot}} {{options}}")
+    proc = _run(installed, elsewhere, "conform", "--client-kind", "jsonl", "--client", client, "--sources", "fixture",
+                "--only", "fixture/pg16/p1/", "--report", "r")
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    summary = json.loads((elsewhere / "r" / "index.json").read_text())["summary"]
+    assert summary["passed"] > 150, summary
+    assert "protocol 1, text, logical messages, origin, message level" in proc.stdout  # from its hello
+    assert "compared through the shape pg-logical-replication" in proc.stderr and "not reported: xid" in proc.stderr
 
 
 @pytest.fixture

@@ -24,6 +24,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-kind", choices=("pgrecvlogical", "jsonl"),
                    help="how --client reports: pgrecvlogical (its output file's bytes) or jsonl (one JSON line per "
                         "decoded message); default: pgrecvlogical for a program named pg_recvlogical, else jsonl")
+    p.add_argument("--client-shape", metavar="NAME|FILE",
+                   help="how a jsonl client's 'native' lines map to the JSON form: a shipped shape "
+                        "(pg-logical-replication) or a JSON file (spec/adapter-contract.md); default: the one its "
+                        "hello line names")
     p.add_argument("--report", metavar="DIR", help="write junit.xml, index.json and report.html here")
     p.add_argument("--strict", action="store_true", help="also run the SHOULD cases (and count them)")
     p.add_argument("--claim", metavar="PROFILE",
@@ -88,13 +92,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"pgwire-spec conform: error: {exc}", file=sys.stderr)
             return 2
     # the decoder first: a wrong name or command fails before the cases are built
-    if args.client_kind and not args.client:
-        print("pgwire-spec conform: error: --client-kind goes with --client", file=sys.stderr)
-        return 2
+    for flag, given in (("--client-kind", args.client_kind), ("--client-shape", args.client_shape)):
+        if given and not args.client:
+            print(f"pgwire-spec conform: error: {flag} goes with --client", file=sys.stderr)
+            return 2
     adapter = None
     if not args.list:
         if args.client:
-            adapter = open_client(args.client, args.client_kind, args.timeout)
+            adapter = open_client(args.client, args.client_kind, args.timeout, shape=args.client_shape)
         elif args.decoder:
             adapter = open_decoder(args.decoder, args.timeout)
         else:
@@ -145,6 +150,9 @@ def _run(args: argparse.Namespace) -> int:
 
         if isinstance(adapter, WireAdapter):
             print(f"client: {adapter.sessions:,} sessions (client starts) for {len(cases):,} cases", file=sys.stderr)
+            if adapter.shape is not None:
+                print(f"compared through the shape {adapter.shape.name} (a field not reported is not compared):\n  "
+                      + adapter.shape.compared().replace("\n", "\n  "), file=sys.stderr)
     if args.report:
         paths = write_reports(result, args.report)
         print(f"reports: {paths['html']} {paths['junit']} {paths['index']}", file=sys.stderr)

@@ -36,6 +36,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import PgWireError
 from .profile import Profile, ProfileError
+from .shapes import Shape, ShapeError, map_entry, shape_of
 
 if TYPE_CHECKING:
     from .cases import Case
@@ -112,6 +113,9 @@ class CaseResult:
     failure: str | None = None
     index: int | None = None
     actual: Any = None
+    #: per message type, the fields of the JSON form the client does not report (its
+    #: shape's): not compared
+    unreported: Mapping[str, frozenset[str]] | None = None
 
 
 class Adapter:
@@ -122,6 +126,10 @@ class Adapter:
     name: str = "adapter"
     version: str = ""
     profile: Profile | None = None
+    #: The shape the client reports its messages in (None: the JSON form itself), and per
+    #: message type the fields it does not report (not compared).
+    shape: Shape | None = None
+    unreported: Mapping[str, frozenset[str]] | None = None
     #: How many cases :meth:`run_batch` is given at once (a client fed through a session
     #: answers many cases per start).
     batch: int = 1
@@ -148,15 +156,19 @@ class Adapter:
         self.close()
 
 
-def _check_results(obj: Any) -> tuple[Mapping[str, Any], ...]:
+def _check_results(obj: Any, shape: Shape | None = None) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(obj, (list, tuple)):
         raise AdapterCrash("bad answer", f"results must be a list, found {type(obj).__name__}")
+    native = False
     for entry in obj:
         if type(entry) is dict and ("message" in entry or "error" in entry):
             continue  # the common case, without the ABC check below
+        if isinstance(entry, Mapping) and "native" in entry:
+            native = True
+            continue
         if not isinstance(entry, Mapping) or not ({"message", "error"} & set(entry)):
-            raise AdapterCrash("bad answer", f"each result needs 'message' or 'error', found {entry!r:.200}")
-    return tuple(obj)
+            raise AdapterCrash("bad answer", f"each result needs 'message', 'native' or 'error', found {entry!r:.200}")
+    return tuple(map_entry(e, shape) for e in obj) if native else tuple(obj)
 
 
 class _Alarm(Exception):
@@ -292,6 +304,11 @@ class SubprocessAdapter(Adapter):
         self.version = str(hello.get("version", ""))
         try:
             self.profile = profile_of(hello.get("profile"), f"adapter {self.name}'s hello")
+            self.shape = shape_of(hello.get("shape"))
+            self.unreported = None if self.shape is None else self.shape.unreported
+        except ShapeError as exc:
+            self._kill()
+            raise AdapterError(f"adapter {self.name}'s hello: {exc}") from None
         except AdapterError:
             self._kill()
             raise
@@ -375,7 +392,8 @@ class SubprocessAdapter(Adapter):
                 raise AdapterCrash("bad answer", f"id {answer.get('id')!r} for request {request.get('id')!r}")
             if "skip" in answer:
                 return CaseResult(skip=str(answer["skip"]), seconds=time.perf_counter() - t0)
-            return CaseResult(_check_results(answer.get("results")), seconds=time.perf_counter() - t0)
+            return CaseResult(_check_results(answer.get("results"), self.shape), seconds=time.perf_counter() - t0,
+                              unreported=self.unreported)
         except AdapterCrash as exc:
             self._kill()
             return CaseResult(crash=str(exc), seconds=time.perf_counter() - t0)

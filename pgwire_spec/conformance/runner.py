@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .adapter import Adapter, CaseResult
 from .cases import Case, kind_of
 from .profile import Needs, Profile
+from .shapes import compare_only
 
 __all__ = ["Status", "Verdict", "RunResult", "judge", "run_cases", "first_difference"]
 
@@ -168,7 +169,7 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False, claimed: bool
         first_bad: tuple[int, str] | None = None
         for c in cells:
             got = results[c.index].get("message")
-            want = case.expected[c.index]
+            want = compare_only(case.expected[c.index], answer.unreported)
             ok = got == want
             checks.append((c.kind, pv, ok))
             if not ok and first_bad is None:
@@ -176,7 +177,8 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False, claimed: bool
         if first_bad is not None:
             i, where = first_bad
             return Verdict(case, "failed", f"message #{i} ({kind_of(case.payloads[i])}) differs at {where}",
-                           i, case.expected[i], results[i].get("message"), tuple(checks), answer.seconds)
+                           i, compare_only(case.expected[i], answer.unreported), results[i].get("message"),
+                           tuple(checks), answer.seconds)
         return Verdict(case, "passed", checks=tuple(checks), seconds=answer.seconds, claimed=claimed,
                        needs=needs)
     # a malformed case

@@ -9,11 +9,13 @@ is compared with the reference decode. Two client kinds:
 ``pgrecvlogical``
     pg_recvlogical writes each XLogData's data followed by a newline to its output file
     (src/bin/pg_basebackup/pg_recvlogical.c, processXLogData: ``copybuf + hdr_len``, then
-    ``"\\n"``) and decodes nothing. Before each case the session carries a non-transactional
-    logical message naming it (prefix :data:`MARKER_PREFIX`, so ``messages`` is negotiated
-    too), and one after the last; what lies between two markers is that case's bytes, compared
-    exactly: a message dropped, repeated or reordered is named, a changed one is decoded by the
-    reference to show the field that differs. A malformed case is not applicable (nothing in
+    ``"\\n"``) and decodes nothing. Before each case the session carries a marker, an empty
+    transaction (Begin, Commit) whose commit time names the case (:data:`MARKER_TIME` plus its
+    position), and one after the last; what lies between two markers is that case's bytes,
+    compared exactly: a message dropped, repeated or reordered is named, a changed one is
+    decoded by the     reference to show the field that differs. An empty transaction is what any protocol
+    version and options may carry (pgoutput.c sends Begin and Commit for a transaction
+    without changes up to PostgreSQL 14), so the client negotiates exactly the case's options. A malformed case is not applicable (nothing in
     pg_recvlogical rejects a message).
 ``jsonl``
     the client prints one JSON line per XLogData it decoded: ``{"lsn": "0/2000040",
@@ -51,15 +53,19 @@ from .adapter import CaseResult
 from .adapters.reference import decode_case as reference_decode
 from .cases import Case, kind_of
 from .runner import first_difference
+from .shapes import Shape, map_entry
 
-__all__ = ["KINDS", "Kind", "MARKER_PREFIX", "FIRST_LSN", "Session", "plan_sessions", "read_pgrecvlogical",
+__all__ = ["KINDS", "Kind", "MARKER_TIME", "FIRST_LSN", "Session", "plan_sessions", "read_pgrecvlogical",
            "read_jsonl", "JsonlLines"]
 
 Kind = Literal["pgrecvlogical", "jsonl"]
 KINDS: tuple[Kind, ...] = ("pgrecvlogical", "jsonl")
 
-#: The prefix of the logical messages that mark where a case starts (pgrecvlogical).
-MARKER_PREFIX = "pgwire-spec.case"
+#: The commit time of the empty transactions that mark where a case starts (pgrecvlogical),
+#: plus the case's position: far past any case's (microseconds since 2000-01-01: year 2253).
+MARKER_TIME = 8 * 10**15
+#: Their xid.
+MARKER_XID = 0xFFFF_FFF0
 #: The dataStart of a session's first XLogData (past the fake server's start_lsn).
 FIRST_LSN = 0x2000000
 #: Cases in one session at most.
@@ -104,17 +110,18 @@ def not_applicable(kind: Kind, case: Case) -> str | None:
 
 
 def options_of(kind: Kind, context: Mapping[str, Any], publication: str = "pub") -> dict[str, str]:
-    """The pgoutput options a client negotiates for *context* (plus ``messages`` for the
-    pgrecvlogical kind's markers)."""
+    """The pgoutput options a client negotiates for *context*."""
     opts = OptionSet("case", int(context.get("protocol_version", 1)), publication,
                      streaming=str(context.get("streaming", "off")), two_phase=bool(context.get("two_phase")),
                      binary=bool(context.get("binary")),
-                     messages=bool(context.get("messages")) or kind == "pgrecvlogical")
+                     messages=bool(context.get("messages")))
     return opts.pgoutput_options()
 
 
-def _marker(n: int | str, lsn: int) -> bytes:
-    return encode(m.LogicalMessage(None, 0, lsn, MARKER_PREFIX, str(n).encode()))
+def _marker(n: int, lsn: int) -> tuple[bytes, bytes]:
+    """The empty transaction before case *n* (*n* = the case count: after the last)."""
+    return (encode(m.Begin(lsn, MARKER_TIME + n, MARKER_XID)),
+            encode(m.Commit(0, lsn, lsn + 0x28, MARKER_TIME + n)))
 
 
 def _sent(case: Case) -> int:
@@ -213,19 +220,23 @@ def _session(kind: Kind, cases: Sequence[Case], fill: Sequence[tuple[bytes, ...]
         owner.append(who)
         lsn += 0x40 + ((len(p) + 7) & ~7)  # a growing position, as WAL records take room
 
+    def mark(n: int) -> None:
+        parts = _marker(n, lsn)
+        for p in parts:
+            add(p, None)
+        markers.append(b"\n".join(parts))  # as pg_recvlogical writes them
+
     sent = tuple(_sent(c) for c in cases)
     tainted = tuple(any(c.error is not None for c in cases[:n]) for n in range(len(cases)))
     for n, c in enumerate(cases):
         if kind == "pgrecvlogical":
-            markers.append(_marker(n, lsn))
-            add(markers[-1], None)
+            mark(n)
         for i, p in enumerate(c.payloads[:sent[n]]):
             add(p, (n, i))
         for p in fill[n] if n < len(fill) else ():
             add(p, None)
     if kind == "pgrecvlogical":
-        markers.append(_marker("end", lsn))
-        add(markers[-1], None)
+        mark(len(cases))
     return Session(kind, tuple(cases), options_of(kind, cases[0].context), tuple(payloads), tuple(lsns),
                    tuple(owner), sent, tainted, tuple(markers))
 
@@ -319,8 +330,14 @@ class JsonlLines:
     whether the session's work is done (the last payload answered, or the rejection the
     session's last case ends at)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, shape: Shape | None = None) -> None:
         self.session = session
+        #: the client's shape: lines with ``native`` are mapped by it
+        self.shape = shape
+        self.unreported = None if shape is None else shape.unreported
+        #: the client's hello line, when it printed one before any report (an object with
+        #: ``contract``, as an adapter's hello)
+        self.hello: Mapping[str, Any] | None = None
         self.by_lsn = {lsn: k for k, lsn in enumerate(session.lsns)}
         self.entries: list[tuple[int, Mapping[str, Any]]] = []  # (payload position, entry) in order
         self.unknown: list[str] = []
@@ -345,7 +362,10 @@ class JsonlLines:
             obj = json.loads(text)
         except ValueError:
             return
-        if not isinstance(obj, dict) or not ({"message", "error"} & set(obj)):
+        if isinstance(obj, dict) and "contract" in obj and self.hello is None and not self.entries:
+            self.hello = obj
+            return
+        if not isinstance(obj, dict) or not ({"message", "error", "native"} & set(obj)):
             return
         k = self._next
         if "lsn" in obj:
@@ -357,7 +377,8 @@ class JsonlLines:
                 self.unknown.append(str(obj["lsn"])[:40])
                 return
             k = found
-        entry = {"message": obj["message"]} if "message" in obj else {"error": obj["error"]}
+        entry = ({"message": obj["message"]} if "message" in obj else {"error": obj["error"]} if "error" in obj
+                 else map_entry({"native": obj["native"]}, self.shape))
         self.entries.append((k, entry))
         self._next = k + 1
         last = len(self.session.payloads) - 1
@@ -402,7 +423,7 @@ def read_jsonl(lines: JsonlLines, ended: str) -> Outcome:
             continue
         finished = bool(results) and ("error" in results[-1] or len(results) >= want)
         if finished:
-            answers[n] = CaseResult(tuple(results))
+            answers[n] = CaseResult(tuple(results), unreported=lines.unreported)
             continue
         later = any(per_case[j] for j in range(n + 1, len(session.cases)))
         if later:  # the client went on to later cases: this one's missing lines are dropped

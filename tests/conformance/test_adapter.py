@@ -51,7 +51,7 @@ def test_function_adapter_crash_and_timeout() -> None:
     def garbage(context: Any, payloads: Any) -> Any:
         return [{"nothing": 1}]
 
-    assert "each result needs 'message' or 'error'" in (FunctionAdapter(garbage).run(REQUEST).crash or "")
+    assert "each result needs 'message', 'native' or 'error'" in (FunctionAdapter(garbage).run(REQUEST).crash or "")
 
 
 def test_subprocess_crash_hang_and_garbage_fail_the_case_and_restart(tmp_path: Path) -> None:

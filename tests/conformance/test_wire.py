@@ -81,7 +81,10 @@ def test_a_pgrecvlogical_session_marks_each_case_and_negotiates_its_options() ->
     assert sum(len(s.cases) for s in sessions) == len(VALID)
     s = sessions[0]
     assert len(s.markers) == len(s.cases) + 1
-    assert s.options["messages"] == "on" and s.options["publication_names"] == "pub"
+    assert s.options["publication_names"] == "pub"
+    for t in sessions:  # the case's own options: the markers are empty transactions, not logical messages
+        assert t.options.get("messages", "off") == ("on" if t.cases[0].context.get("messages") else "off")
+        assert all(p[:1] in b"BC" for p, who in zip(t.payloads, t.owner) if who is None)
     assert s.options["proto_version"] == str(s.cases[0].context["protocol_version"])
     assert list(s.lsns) == sorted(set(s.lsns))  # one dataStart each, growing
 
@@ -332,3 +335,26 @@ def test_conform_client_on_the_command_line(tmp_path: Path) -> None:
     missing = subprocess.run([sys.executable, "-m", "pgwire_spec", "conform", "--client", "/nonexistent/x"],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode != 0 and "not found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+@pytest_clients
+def test_a_jsonl_client_in_its_own_shape_says_so_in_its_hello(tmp_path: Path) -> None:
+    """Its hello names it, claims protocol 1 and carries its shape inline; its messages are
+    mapped by that table, and the field it does not report (xid) is not compared."""
+    cases = [c for c in CASES if c.id.startswith(("fixture/pg16/p1/", "fixture/pg16/p2-streaming/"))]
+    adapter = WireAdapter(_psycopg2_client("native"))
+    assert (adapter.name, adapter.version) == ("camel-client", "0.1")
+    assert adapter.profile is not None and adapter.profile.protocol_versions == frozenset({1})
+    assert adapter.shape is not None and adapter.unreported is not None and "xid" in adapter.unreported["Begin"]
+    assert "Begin: final_lsn, commit_time (not reported: xid)" in adapter.shape.compared()
+    result = run_cases(adapter, cases)
+    assert result.ok and result.count("passed") > 200
+    assert result.count("passed") + result.count("not claimed") == len(cases)  # protocol 2's: outside the claim
+    claimed = run_cases(adapter, cases, profile=Profile.parse("all"))  # --claim overrides the hello
+    assert claimed.ok and claimed.count("passed") == len(cases)
+    # the same table from a file (--client-shape), for a client without a hello
+    path = tmp_path / "camel.json"
+    path.write_text(json.dumps(adapter.shape.to_json()))
+    assert open_client(" ".join(_psycopg2_client("native")), shape=str(path)).shape == adapter.shape
+    with pytest.raises(AdapterError, match="client shape: expected one of pg-logical-replication or a JSON file"):
+        open_client(" ".join(_psycopg2_client("native")), shape=str(tmp_path / "none.json"))

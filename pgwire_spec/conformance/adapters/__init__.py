@@ -63,9 +63,8 @@ def _pg_logical_replication_client(timeout: float) -> Adapter:
     from .pg_logical_replication import CLIENT_OPTIONS, client_command
     from .wire import WireAdapter
 
-    command, version, profile = client_command()
-    return WireAdapter(command, "jsonl", name="pg-logical-replication (client)", version=version, profile=profile,
-                       timeout=timeout, sendable=CLIENT_OPTIONS)
+    return WireAdapter(client_command(), "jsonl", name="pg-logical-replication (client)", timeout=timeout,
+                       sendable=CLIENT_OPTIONS)
 
 
 #: Named clients: name -> factory(timeout) -> Adapter.
@@ -75,10 +74,11 @@ CLIENTS: dict[str, Callable[[float], Adapter]] = {
 
 
 def open_client(command: str, kind: str | None = None, timeout: float = 10.0,
-                profile: Profile | None = None) -> Adapter:
+                profile: Profile | None = None, shape: str | None = None) -> Adapter:
     """The adapter of a client streamed the cases through the fake walsender: a named one
     (:data:`CLIENTS`) or a command of *kind* (``pgrecvlogical`` or ``jsonl``; default: from
-    the program's name)."""
+    the program's name) whose ``native`` lines are mapped by *shape* (a shipped shape's name
+    or a JSON file; default: the one its hello names)."""
     from .wire import WireAdapter
 
     factory = CLIENTS.get(command)
@@ -86,7 +86,7 @@ def open_client(command: str, kind: str | None = None, timeout: float = 10.0,
         return factory(timeout)
     if kind is not None and kind not in ("pgrecvlogical", "jsonl"):
         raise AdapterError(f"client kind: expected pgrecvlogical or jsonl, found {kind!r}")
-    return WireAdapter(command, kind, timeout=timeout, profile=profile)  # type: ignore[arg-type]
+    return WireAdapter(command, kind, timeout=timeout, profile=profile, shape=shape)  # type: ignore[arg-type]
 
 
 def open_decoder(name: str, timeout: float = 10.0) -> Adapter:

@@ -2,8 +2,9 @@
 // JSON-lines contract of spec/adapter-contract.md. One parser per case (it keeps the
 // relation and type caches a subscriber would have), no protocol context (the parser takes
 // none). Column text is kept as text: pg's type parsers are replaced by the identity so the
-// wire value can be compared; everything else is what the parser returns, translated into
-// the JSON form of spec/message.schema.json.
+// wire value can be compared; everything else is what the parser returns, printed as it is
+// ({"native": …}) and mapped to the JSON form of spec/message.schema.json by the suite, with
+// the shape this hello names (pgwire_spec/conformance/shapes.py, PG_LOGICAL_REPLICATION).
 //
 // Its profile (in the hello): what PgoutputParser parses — protocol 1 (no streamed or
 // two-phase message), text and binary values, logical messages, Origin — at message level
@@ -22,12 +23,14 @@ const parserPath = path.join(
   'dist', 'output-plugins', 'pgoutput', 'pgoutput-parser.js');
 const { PgoutputParser } = require(parserPath);
 
-const { form, dump } = require(path.join(__dirname, 'pg_logical_replication_form.js'));
+const { dump } = require(path.join(__dirname, 'native_json.js'));
 
 const PROFILE = {
   protocol_versions: [1], streaming: 'off', two_phase: false, binary: true, messages: true, origin: true, level: 'message',
 };
-process.stdout.write(dump({ contract: 1, name: 'pg-logical-replication', version: pkg.version, profile: PROFILE }) + '\n');
+process.stdout.write(dump({
+  contract: 1, name: 'pg-logical-replication', version: pkg.version, profile: PROFILE, shape: 'pg-logical-replication',
+}) + '\n');
 const rl = readline.createInterface({ input: process.stdin, terminal: false });
 rl.on('line', (line) => {
   if (!line.trim()) return;
@@ -36,7 +39,7 @@ rl.on('line', (line) => {
   const results = [];
   for (const h of request.payloads) {
     try {
-      results.push({ message: form(parser.parse(Buffer.from(h, 'hex'))) });
+      results.push({ native: parser.parse(Buffer.from(h, 'hex')) });
     } catch (err) {
       results.push({ error: { message: `${err && err.name}: ${err && err.message}` } });
       break;

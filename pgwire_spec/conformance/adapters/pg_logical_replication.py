@@ -17,19 +17,16 @@ from pathlib import Path
 
 from ..adapter import AdapterError
 
-__all__ = ["VERSION", "cache_dir", "install", "command", "client_command", "CLIENT_PROFILE", "CLIENT_OPTIONS"]
+__all__ = ["VERSION", "cache_dir", "install", "command", "client_command", "CLIENT_OPTIONS"]
 
 #: The pinned version the reports were made with.
 VERSION = "2.5.0"
 SCRIPT = Path(__file__).with_name("pg_logical_replication.js")
 CLIENT_SCRIPT = Path(__file__).with_name("pg_logical_replication_client.js")
 
-#: What the package as a client can negotiate and read: PgoutputPlugin sends proto_version,
-#: publication_names and messages only (no binary, streaming or two_phase option), and its
-#: parser knows protocol 1's messages; it checks no sequence (message level).
+#: The pgoutput options the package as a client can send: PgoutputPlugin's proto_version,
+#: publication_names and messages (its profile and shape are in its harness's hello).
 CLIENT_OPTIONS = ("proto_version", "publication_names", "messages")
-CLIENT_PROFILE = {"protocol_versions": [1], "streaming": "off", "two_phase": False, "binary": False,
-                  "messages": True, "origin": True, "level": "message"}
 
 
 def cache_dir() -> Path:
@@ -73,13 +70,13 @@ def command(version: str | None = None) -> list[str]:
     return [node, str(SCRIPT), str(prefix)]
 
 
-def client_command(version: str | None = None) -> tuple[list[str], str, dict[str, object]]:
+def client_command(version: str | None = None) -> list[str]:
     """The package as a whole client (``pg_logical_replication_client.js``): its command
-    line with the wire adapter's placeholders, its version and its profile."""
+    line with the wire adapter's placeholders (it says its name, version, profile and
+    shape in its hello line)."""
     version = version or os.environ.get("PGWIRE_SPEC_PLR_VERSION") or VERSION
     prefix = install(version)
     node = shutil.which("node")
     if node is None:  # pragma: no cover - install() checked
         raise AdapterError("node not found on PATH")
-    return ([node, str(CLIENT_SCRIPT), str(prefix), "{host}", "{port}", "{user}", "{dbname}", "{slot}", "{options}"],
-            version, CLIENT_PROFILE)
+    return [node, str(CLIENT_SCRIPT), str(prefix), "{host}", "{port}", "{user}", "{dbname}", "{slot}", "{options}"]

@@ -28,14 +28,17 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...pgoutput import messages as m
+from ...pgoutput._codec import encode
 from ...walsender import Scenario, SyncFakeWalsender
 from ...walsender.publications import Publication
 from ...walsender.scenario import RawStream, ServerInfo, Slot
-from ..adapter import Adapter, AdapterError, CaseResult, log_tail, profile_of
+from ..adapter import CONTRACT_VERSION, Adapter, AdapterError, CaseResult, log_tail, profile_of
 from ..cases import Case
 from ..command import PLACEHOLDERS, check_command
 from ..profile import Profile
 from ..runner import judge
+from ..shapes import Shape, ShapeError, shape_of
 from ..wire import (
     FIRST_LSN,
     KINDS,
@@ -90,7 +93,7 @@ class WireAdapter(Adapter):
     def __init__(self, command: str | Sequence[str], kind: Kind | None = None, *, name: str | None = None,
                  version: str | None = None, profile: Profile | Mapping[str, Any] | None = None,
                  timeout: float = 10.0, env: Mapping[str, str] | None = None, slot: str = "conform",
-                 sendable: Sequence[str] | None = None) -> None:
+                 sendable: Sequence[str] | None = None, shape: Shape | str | None = None) -> None:
         self.words = check_command(command, WIRE_PLACEHOLDERS)
         self.kind: Kind = kind or guess_kind(self.words)
         if self.kind not in KINDS:
@@ -109,6 +112,10 @@ class WireAdapter(Adapter):
         self.timeout = timeout
         self.env = dict(os.environ if env is None else env)
         self.slot = slot
+        try:
+            self.shape = shape_of(shape) if isinstance(shape, str) else shape
+        except ShapeError as exc:
+            raise AdapterError(str(exc)) from None
         #: the pgoutput options the client can send (None: any); a case needing another is
         #: not applicable
         self.sendable = None if sendable is None else frozenset(sendable)
@@ -118,6 +125,37 @@ class WireAdapter(Adapter):
         self._silent = 0
         #: set once the client failed SILENT_LIMIT sessions in a row: why the rest fail at once
         self._dead: str | None = None
+        if self.kind == "jsonl":
+            self._hello(named=name is not None, versioned=version is not None, declared=profile is not None,
+                        shaped=shape is not None)
+        self.unreported = None if self.shape is None else self.shape.unreported
+
+    def _hello(self, *, named: bool, versioned: bool, declared: bool, shaped: bool) -> None:
+        """Start the client once on a session of one empty transaction and read its hello
+        line, if it prints one first: its name, version, profile and shape, where the
+        caller gave none (``--claim`` overrides the profile in the runner)."""
+        begin = encode(m.Begin(FIRST_LSN, 0, 1))
+        commit = encode(m.Commit(0, FIRST_LSN, FIRST_LSN + 0x28, 0))
+        probe = Session("jsonl", (), options_of("jsonl", {"protocol_version": 1}), (begin, commit),
+                        (FIRST_LSN, FIRST_LSN + 0x40), (None, None))
+        lines = self._serve(probe, hello=True)
+        assert isinstance(lines, JsonlLines)
+        hello = lines.hello
+        if hello is None:
+            return
+        if hello.get("contract", CONTRACT_VERSION) != CONTRACT_VERSION:
+            raise AdapterError(f"client hello: contract {hello.get('contract')!r}, expected {CONTRACT_VERSION}")
+        if not named and hello.get("name"):
+            self.name = str(hello["name"])
+        if not versioned and hello.get("version") is not None:
+            self.version = str(hello["version"])
+        if not declared and hello.get("profile") is not None:
+            self.profile = profile_of(hello["profile"], f"the hello of {self.name}")
+        if not shaped and hello.get("shape") is not None:
+            try:
+                self.shape = shape_of(hello["shape"])
+            except ShapeError as exc:
+                raise AdapterError(f"the hello of {self.name}: {exc}") from None
 
     def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
         return self.run_batch([Case(case_id, "", "", "MUST", context, tuple(payloads))])[0]
@@ -159,6 +197,7 @@ class WireAdapter(Adapter):
                     answers[where[id(case)]] = CaseResult(crash=self._dead)
                 continue
             outcome = self._serve(session)
+            assert isinstance(outcome, Outcome)
             self._silent = self._silent + 1 if outcome.resume is not None and not outcome.answers else 0
             if self._silent >= SILENT_LIMIT:
                 self._dead = f"the client stopped {SILENT_LIMIT} sessions in a row without reporting: {outcome.why}"
@@ -194,8 +233,11 @@ class WireAdapter(Adapter):
                 argv += ["-o", f"{k}={v}"]
         return argv
 
-    def _serve(self, session: Session) -> Outcome:
-        self.sessions += 1
+    def _serve(self, session: Session, *, hello: bool = False) -> Outcome | JsonlLines:
+        """Serve *session* to a client start; what it reported, or with *hello* the lines
+        read until its hello or its first report."""
+        if not hello:
+            self.sessions += 1
         t0 = time.monotonic()
         with SyncFakeWalsender(self._scenario(session), record=False) as fake, tempfile.TemporaryFile() as err:
             argv = self._argv(session, fake)
@@ -204,7 +246,7 @@ class WireAdapter(Adapter):
                                         env=self.env, start_new_session=True)
             except OSError as exc:
                 raise AdapterError(f"cannot start the client {argv[0]!r}: {exc.strerror or exc}") from None
-            lines = JsonlLines(session) if self.kind == "jsonl" else None
+            lines = JsonlLines(session, self.shape) if self.kind == "jsonl" else None
             out = bytearray()
             total = 0
             end_line = session.end_marker + b"\n"
@@ -229,7 +271,7 @@ class WireAdapter(Adapter):
                         total += len(chunk)
                         if lines is not None:
                             lines.feed(chunk)
-                            if lines.done:
+                            if lines.done or (hello and (lines.hello is not None or lines.entries)):
                                 break
                         else:
                             out += chunk
@@ -243,6 +285,8 @@ class WireAdapter(Adapter):
             tail = log_tail(err)
             if tail and ended:
                 ended += f"; stderr: {tail}"
+        if hello and lines is not None:
+            return lines
         if lines is not None:
             return read_jsonl(lines, ended)
         return read_pgrecvlogical(session, bytes(out), ended)
