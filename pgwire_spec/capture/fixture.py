@@ -262,8 +262,8 @@ def _fast_case(c: Any) -> FixtureCase | None:
         flags = tuple(flags)
     else:
         flags = ()
-    return FixtureCase(id=cid, index=index, hex=hx, in_stream=inside, lsn=lsn, xid=xid,
-                       expected=expected, flags=flags, elided_after=elided)
+    # positional: a third less than by keyword, ~100k times per corpus read
+    return FixtureCase(cid, index, hx, inside, lsn, xid, expected, flags, elided)
 
 
 def _checked_case(c: Any, cw: str) -> FixtureCase:
