@@ -198,6 +198,10 @@ class Major:
         """The first major of the table whose *field* holds *member* (for error messages)."""
         return min((m for m, e in MAJORS.items() if member in getattr(e, field)), default=None)
 
+    def command_tag(self, command: str) -> str:
+        """The CommandComplete tag that ends replication command *command* on this major."""
+        return command if self.replication_command_tags else "SELECT"
+
     @property
     def incremental_backup(self) -> bool:
         """BASE_BACKUP (INCREMENTAL) after UPLOAD_MANIFEST (17+)."""

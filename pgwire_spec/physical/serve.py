@@ -107,7 +107,7 @@ def command(conn: Connection, cmd: Any, now: float) -> bool | None:
 def _tag(conn: Connection, command: str) -> str:
     """The CommandComplete that ends a replication command: its name (13+,
     EndReplicationCommand), before ``SELECT`` (seen on 10-12)."""
-    return command if conn.server.persona.table.replication_command_tags else "SELECT"
+    return conn.server.persona.table.command_tag(command)
 
 
 def _size_text(size: int) -> str:

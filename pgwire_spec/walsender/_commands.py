@@ -164,6 +164,9 @@ class _Commands:
         elif isinstance(ans, _sql.CopyOut):
             self._copy_out(ans)
 
+    def _tag(self, command: str) -> str:
+        return self.server.persona.table.command_tag(command)
+
     def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str) -> None:
         self.send(RowDescription(tuple(
             FieldDescription(name, 0, 0, oid, type_size(oid), -1, 0) for name, oid in columns)))
@@ -215,14 +218,14 @@ class _Commands:
             sc = self.server.scenario.server
             self._result((("systemid", 25), ("timeline", persona_.timeline_type), ("xlogpos", 25), ("dbname", 25)),
                          [(sc.system_id, str(sc.timeline), format_lsn(self.server.wal_position()), self.database)],
-                         "IDENTIFY_SYSTEM")
+                         self._tag("IDENTIFY_SYSTEM"))
             return False
         if isinstance(cmd, rc.Show):
             name = cmd.name
             value = _sql.answer(self.server.scenario, persona_, self.server.version, f"SHOW {name}",
                                 limits=self.server.limits)
             assert isinstance(value, _sql.Result)
-            self._result(value.columns, value.rows, "SHOW")
+            self._result(value.columns, value.rows, self._tag("SHOW"))
             return False
         if isinstance(cmd, rc.TimelineHistory):
             self._timeline_history(cmd.timeline)
@@ -252,7 +255,7 @@ class _Commands:
         lines = []
         for t in range(1, tli):
             lines.append(f"{t}\t{format_lsn(sc.start_lsn - (tli - t) * 0x1000)}\tno recovery target specified\n")
-        self._result((("filename", 25), ("content", 17)), [(fname, "".join(lines).encode())], "TIMELINE_HISTORY")
+        self._result((("filename", 25), ("content", 17)), [(fname, "".join(lines).encode())], self._tag("TIMELINE_HISTORY"))
 
     @staticmethod
     def _check_slot_name(name: str) -> None:
@@ -306,7 +309,7 @@ class _Commands:
             row = (cmd.slot_name, format_lsn(start) if reserve else None, None, None)
         self.server.slots[cmd.slot_name] = slot
         self._result((("slot_name", 25), ("consistent_point", 25), ("snapshot_name", 25), ("output_plugin", 25)),
-                     [row], "CREATE_REPLICATION_SLOT")
+                     [row], self._tag("CREATE_REPLICATION_SLOT"))
 
     def _slot(self, name: str) -> SlotState:
         slot = self.server.slots.get(name)
@@ -326,7 +329,7 @@ class _Commands:
                 return True
             self.server.check_slot_free(slot, self.id)
         del self.server.slots[slot.name]
-        self.send(CommandComplete("DROP_REPLICATION_SLOT"))
+        self.send(CommandComplete(self._tag("DROP_REPLICATION_SLOT")))
         return False
 
     def _retry_drop(self) -> bool:
@@ -342,7 +345,7 @@ class _Commands:
             self.send_error(ServerError("42704", f'replication slot "{name}" does not exist'))
         else:
             del self.server.slots[name]
-            self.send(CommandComplete("DROP_REPLICATION_SLOT"))
+            self.send(CommandComplete(self._tag("DROP_REPLICATION_SLOT")))
         self._ready()
         return False
 
@@ -350,13 +353,13 @@ class _Commands:
         slot = self.server.slots.get(cmd.slot_name)
         cols = (("slot_type", 25), ("restart_lsn", 25), ("restart_tli", 20))
         if slot is None:
-            self._result(cols, [(None, None, None)], "READ_REPLICATION_SLOT")
+            self._result(cols, [(None, None, None)], self._tag("READ_REPLICATION_SLOT"))
             return
         if slot.kind == "logical":
             raise ServerError("0A000", "cannot use READ_REPLICATION_SLOT with a logical replication slot")
         tli = str(self.server.scenario.server.timeline) if slot.restart_lsn else None
         self._result(cols, [("physical", format_lsn(slot.restart_lsn) if slot.restart_lsn else None, tli)],
-                     "READ_REPLICATION_SLOT")
+                     self._tag("READ_REPLICATION_SLOT"))
 
     def _alter_slot(self, cmd: rc.AlterReplicationSlot) -> None:
         slot = self._slot(cmd.slot_name)
@@ -367,4 +370,4 @@ class _Commands:
                 slot.two_phase = value is None or value is True or str(value).lower() in ("true", "on", "1")
             else:
                 raise ServerError("42601", f"unrecognized option: {name}")
-        self.send(CommandComplete("ALTER_REPLICATION_SLOT"))
+        self.send(CommandComplete(self._tag("ALTER_REPLICATION_SLOT")))

@@ -180,7 +180,7 @@ class _Streaming:
         if copy_done:
             self.send(CopyDone())
             self.send(CommandComplete("COPY 0"))
-            self.send(CommandComplete("START_REPLICATION"))
+            self.send(CommandComplete(self.server.persona.table.command_tag("START_REPLICATION")))
         self._ready()
 
     def _stream_input(self, msg: Any, now: float) -> None:

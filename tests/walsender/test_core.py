@@ -137,6 +137,19 @@ def test_errors_inside_a_transaction_block_and_after() -> None:
     assert c.query("SELECT 1")[1] == DataRow((b"1",))
 
 
+@pytest.mark.parametrize(("major", "tag"), [(12, "SELECT"), (13, "CREATE_REPLICATION_SLOT")])
+def test_replication_commands_end_with_their_name_from_13(major: int, tag: str) -> None:
+    # walsender.c: EndCommand("SELECT") up to 12, EndReplicationCommand(name) from 13; the
+    # physical side is compared with real 10-18 answers in tests/physical
+    c = Client(state(major))
+    c.startup()
+    for command, name in (("IDENTIFY_SYSTEM", "IDENTIFY_SYSTEM"), ("CREATE_REPLICATION_SLOT s LOGICAL pgoutput",
+                                                              "CREATE_REPLICATION_SLOT"),
+                          ("DROP_REPLICATION_SLOT s", "DROP_REPLICATION_SLOT")):
+        done = [x.command_tag for x in c.query(command) if isinstance(x, CommandComplete)]
+        assert done == [name if tag != "SELECT" else "SELECT"], command
+
+
 def test_streaming_keepalives_status_updates_and_copy_done() -> None:
     st = state()
     c = Client(st)
