@@ -56,6 +56,27 @@ def recvlogical(binary: str, dsn: str, slot: str, endpos: str) -> float:
     return time.perf_counter() - t0
 
 
+def fill(dsn: str, slots: list[str], n_tx: int, rows: int) -> str:
+    """The workload on the server at *dsn*: table items, publication pub, *slots* created
+    first (each streams every row from the start), then the rows; the end position."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP PUBLICATION IF EXISTS pub")
+        conn.execute("DROP TABLE IF EXISTS items")
+        conn.execute("CREATE TABLE items (id int8 PRIMARY KEY, payload text, n int4)")
+        conn.execute("CREATE PUBLICATION pub FOR TABLE items")
+        for s in slots:
+            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (s,))
+        for t in range(n_tx):
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany("INSERT INTO items VALUES (%s, %s, %s)",
+                                [(t * rows + i, f"row {t * rows + i} {PAD}", i) for i in range(rows)])
+        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert row is not None
+        return str(row[0])
+
+
 def start_proxy(upstream: str, folder: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "pgwire_spec", "proxy", "--upstream", upstream, "--quiet", *extra],
@@ -161,21 +182,7 @@ def main() -> int:
         n_tx, rows = args.transactions, args.rows
         messages = n_tx * (rows + 2) + 1
         slots = [f"bench_{m}_{i}" for i in range(args.repeat) for m in range(len(modes))]
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("DROP PUBLICATION IF EXISTS pub")
-            conn.execute("DROP TABLE IF EXISTS items")
-            conn.execute("CREATE TABLE items (id int8 PRIMARY KEY, payload text, n int4)")
-            conn.execute("CREATE PUBLICATION pub FOR TABLE items")
-            for s in slots:
-                conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (s,))
-            for t in range(n_tx):
-                with conn.transaction():
-                    with conn.cursor() as cur:
-                        cur.executemany("INSERT INTO items VALUES (%s, %s, %s)",
-                                        [(t * rows + i, f"row {t * rows + i} {PAD}", i) for i in range(rows)])
-            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-            assert row is not None
-            endpos = row[0]
+        endpos = fill(dsn, slots, n_tx, rows)
         relay = start_socat(server.host, server.port)
         if relay is None:
             modes.remove("socat")
