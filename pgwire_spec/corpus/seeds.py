@@ -73,6 +73,9 @@ def _proto1() -> list[m.PgOutputMessage]:
         m.Update(None, 16_384, None, None, ("2", "two", UNCHANGED, "1.5")),
         m.Update(None, 16_384, "K", ("2", None, None, None), ("3", "three", None, "1.5")),
         m.Delete(None, 16_384, "K", ("3", None, None, None)),
+        # a key TOASTed out of line, left unchanged: in full in 'K', 'u' in the new tuple
+        # (heapam.c heap_update, erratum E-KEY-FULL-WIDTH)
+        m.Update(None, 16_384, "K", ("4" * 2_496, None, None, None), (UNCHANGED, "four", None, "2")),
         _rel(None, 16_400, "audit", "f"),
         m.Update(None, 16_400, "O", ("1", "a", None, "1"), ("1", "b", None, "1")),
         m.Delete(None, 16_400, "O", ("1", "b", None, "1")),
@@ -120,6 +123,9 @@ def _streaming(parallel: bool) -> list[m.PgOutputMessage]:
         m.StreamAbort(xid=901, subtransaction_xid=901, **tail),  # whole transaction
         m.StreamCommit(xid=900, flags=0, commit_lsn=lsn + 0x800, end_lsn=lsn + 0x830,
                        commit_time=_T0 + 5),
+        # 18: a transaction aborted before it was decoded, never streamed, still announced
+        # (erratum E-PG18-STRAY-STREAM-ABORT)
+        m.StreamAbort(xid=910, subtransaction_xid=911, **tail),
         # Not streamed: no xid prefix outside a streamed block (pglogrepl #66).
         m.Begin(final_lsn=lsn + 0xA00, commit_time=_T0 + 6, xid=902),
         m.Relation(None, 16_384, "public", "items", "d", _COLS),
