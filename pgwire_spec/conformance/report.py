@@ -228,6 +228,10 @@ def index(result: RunResult) -> dict[str, Any]:
                     "origin": profile_origin(result),
                     "declared": None if result.declared is None else result.declared.to_json()},
         "verdict": verdict_line(result),
+        **({"shape": {"name": result.shape.name, "compared": {
+            ms.type: [f for f, _, _ in ms.fields] for ms in result.shape.messages},
+            "not reported": {t: sorted(f) for t, f in result.shape.unreported.items() if f}}}
+           if result.shape is not None else {}),
         "capabilities": [_row_json(r) for r in capability_rows(result)],
         "defects": [_defect_json(d) for d in defects(v for v in result.verdicts if v.claimed)],
         **({"discovered": _discovered_json(result)} if result.run_all else {}),

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from .adapter import Adapter, CaseResult
 from .cases import Case, kind_of
 from .profile import Needs, Profile
-from .shapes import compare_only
+from .shapes import Shape, compare_only
 
 __all__ = ["Status", "Verdict", "RunResult", "judge", "run_cases", "first_difference"]
 
@@ -64,6 +64,9 @@ class RunResult:
     #: where ``profile`` came from: "given" (by the caller, e.g. --claim), "declared" (by
     #: the adapter) or "default" (none declared: everything)
     profile_source: str = "default"
+    #: the shape the client reported in (a client's own objects mapped by a table), whose
+    #: unreported fields were not compared; None: the JSON form itself, every field compared
+    shape: Shape | None = None
 
     def count(self, status: Status) -> int:
         """Cases inside the claim with this status; ``"not claimed"``: the cases outside it."""
@@ -227,7 +230,8 @@ def run_cases(
     declared = adapter.profile
     claim = profile or declared or Profile()
     result = RunResult(adapter.name, adapter.version, strict=strict, profile=claim, declared=declared,
-                       run_all=run_all, profile_source="given" if profile else "declared" if declared else "default")
+                       run_all=run_all, profile_source="given" if profile else "declared" if declared else "default",
+                       shape=adapter.shape)
     t0 = time.perf_counter()
     verdicts: list[Verdict | None] = [None] * len(todo)
     done = 0
