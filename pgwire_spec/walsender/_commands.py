@@ -27,7 +27,6 @@ from . import _sql
 from ._base import Close, SlotState
 from ._catalog import type_size
 from ._engine import truncated_identifiers
-from ._history import _Tables
 from .personas import ServerError
 from .stream import CommandSource
 
@@ -45,6 +44,7 @@ MAX_SQL_ANSWERED = 1 << 16
 class _Commands:
     server: ServerState
     tx_undo: tuple[Any, ...] | None
+    snapshot_after_history: bool | None
 
     # -- queries ---------------------------------------------------------------------------
     def _query(self, sql: str, now: float) -> None:
@@ -149,6 +149,7 @@ class _Commands:
                     self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
                 self.tx = "I"
                 self.tx_undo = None
+                self.snapshot_after_history = None
                 self.send(CommandComplete(tag))
                 return
             elif ans.transaction == "rollback":
@@ -156,9 +157,10 @@ class _Commands:
                     self.send_error(ServerError("25P01", "there is no transaction in progress", severity="WARNING"))
                 self.tx = "I"
                 self._undo_writes()
+                self.snapshot_after_history = None
             self.send(CommandComplete(ans.tag))
         elif isinstance(ans, _sql.Result):
-            self._result(ans.columns, ans.rows, ans.tag)
+            self._result(ans.columns, ans.rows, ans.tag, ans.modifiers)
             for name, value in ans.parameters:
                 self.send(ParameterStatus(name, value))
         elif isinstance(ans, _sql.CopyOut):
@@ -167,9 +169,11 @@ class _Commands:
     def _tag(self, command: str) -> str:
         return self.server.persona.table.command_tag(command)
 
-    def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str) -> None:
+    def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str,
+                modifiers: tuple[int, ...] = ()) -> None:
         self.send(RowDescription(tuple(
-            FieldDescription(name, 0, 0, oid, type_size(oid), -1, 0) for name, oid in columns)))
+            FieldDescription(name, 0, 0, oid, type_size(oid), modifiers[i] if modifiers else -1, 0)
+            for i, (name, oid) in enumerate(columns))))
         for row in rows:
             self.send(DataRow(tuple(None if v is None else (v if isinstance(v, bytes) else v.encode())
                                     for v in row)))
@@ -177,7 +181,7 @@ class _Commands:
 
     def _copy_out(self, ans: _sql.CopyOut) -> None:
         fmt = 1 if ans.binary else 0
-        rows = [_Tables._complete(t, dict(r)) for t in ans.sources for r in t.rows]
+        rows = [r for t in ans.sources for r in self.server.rows_as_of(t, bool(self.snapshot_after_history))]
         if ans.where is not None:
             rows = [r for r in rows if ans.where.matches(r)]
         if ans.binary:
@@ -297,6 +301,8 @@ class _Commands:
                 raise ServerError("58P01", f'could not access file "{cmd.plugin}": No such file or directory',
                                   hint="The fake walsender decodes with pgoutput only.")
             start = self.server.slot_position()
+            if snapshot == "use":
+                self.snapshot_after_history = self.server.happened and start >= self.server.history.end_lsn
             slot = SlotState(cmd.slot_name, "logical", cmd.plugin, self.database, start, start, two_phase,
                              failover, cmd.temporary, None, self.id if cmd.temporary else None)
             snapshot_name = f"{self.pid:08X}-{len(self.server.slots) + 1:08X}-1" if snapshot == "export" else None

@@ -294,22 +294,29 @@ def _type_of_name(type_name: ast.TypeName) -> int | None:
 class _Scope:
     """The relations of a FROM clause, by the name a column reference qualifies them with."""
 
-    def __init__(self, major: int) -> None:
+    def __init__(self, major: int, tables: Sequence[Table] = ()) -> None:
         self.major = major
+        self.tables = tables
         self.relations: list[tuple[str, tuple[CatalogColumn, ...]]] = []
+        #: (relation, column) -> type modifier, for the scenario's tables' columns.
+        self.modifiers: dict[tuple[str, str], int] = {}
 
     def add_from(self, items: Sequence[Any] | None) -> None:
         for item in items or ():
             if isinstance(item, ast.RangeVar):
+                name = item.alias.aliasname if item.alias else item.relname
                 if item.relname in CATALOG and item.schemaname in (None, "pg_catalog"):
-                    name = item.alias.aliasname if item.alias else item.relname
                     self.relations.append((name, columns_of(item.relname, self.major)))
+                elif (table := _user_table(self.tables, item)) is not None:
+                    self.relations.append((name, tuple(CatalogColumn(c.name, type_name(c.type.oid) or "text")
+                                                       for c in table.columns)))
+                    self.modifiers.update(((name, c.name), c.type.typmod) for c in table.columns)
             elif isinstance(item, ast.JoinExpr):
                 self.add_from([item.larg, item.rarg])
             elif isinstance(item, ast.RangeSubselect) and item.alias and isinstance(item.subquery, ast.SelectStmt):
                 # a subquery in FROM: its result columns, typed as the query would type them
                 names = {oid: name for name, oid in TYPE_OIDS.items()}
-                columns = result_columns(item.subquery, self.major) or []
+                columns = result_columns(item.subquery, self.major, self.tables) or []
                 self.relations.append((item.alias.aliasname, tuple(
                     CatalogColumn(name, names.get(oid or 0, "")) for name, oid in columns)))
             elif isinstance(item, ast.RangeFunction):
@@ -339,6 +346,20 @@ class _Scope:
                 if c.name == col:
                     return TYPE_OIDS.get(c.type)
         return None
+
+    def modifier(self, fields: Sequence[Any]) -> int:
+        """The type modifier of a column reference (-1 but for a table's column)."""
+        names = _names(fields)
+        for rel, cols in self.relations:
+            if len(names) > 1 and names[-2] != rel:
+                continue
+            if any(c.name == names[-1] for c in cols):
+                return self.modifiers.get((rel, names[-1]), -1)
+        return -1
+
+    def star_modifiers(self, qualifier: str | None) -> list[int]:
+        return [self.modifiers.get((rel, c.name), -1) for rel, cols in self.relations
+                if qualifier is None or qualifier == rel for c in cols]
 
     def star(self, qualifier: str | None) -> list[tuple[str, int | None]]:
         out: list[tuple[str, int | None]] = []
@@ -748,6 +769,7 @@ class SqlEngine:
         if stmt.intoClause is not None or stmt.lockingClause:
             raise unsupported(RawStream()(stmt))
         columns = self._result_columns(stmt)
+        modifiers = result_modifiers(stmt, self.major, self._tables())  # before the rewriting
         self._refresh()
         self._pid = conn.pid
         rewriter = _Rewriter(self, conn)
@@ -773,7 +795,8 @@ class SqlEngine:
                        for (name, oid), d in zip(columns, description, strict=True)]
         text_rows = tuple(tuple(self._value(v, oid) for v, (_, oid) in zip(row, columns, strict=True))
                           for row in rows)
-        return Result(tuple((n, o) for n, o in columns), text_rows, f"SELECT {len(text_rows)}")
+        return Result(tuple((n, o) for n, o in columns), text_rows, f"SELECT {len(text_rows)}",
+                      modifiers=modifiers if len(modifiers) == len(columns) and set(modifiers) != {-1} else ())
 
     def _value(self, v: Any, oid: int) -> str | None:
         if oid in (2205, 2206, 4089) and isinstance(v, int):
@@ -782,18 +805,34 @@ class SqlEngine:
         return _text(v, oid)
 
     def _result_columns(self, stmt: ast.SelectStmt) -> list[tuple[str, int | None]] | None:
-        return result_columns(stmt, self.major)
+        return result_columns(stmt, self.major, self._tables())
 
 
-def result_columns(stmt: ast.SelectStmt, major: int) -> list[tuple[str, int | None]] | None:
-    """The result columns' names and PostgreSQL types, from the parse tree."""
+def result_columns(stmt: ast.SelectStmt, major: int,
+                   tables: Sequence[Table] = ()) -> list[tuple[str, int | None]] | None:
+    """The result columns' names and PostgreSQL types, from the parse tree (*tables*: the
+    scenario's, which a query may read too)."""
+    return _result_columns(stmt, major, tables)
+
+
+def result_modifiers(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = ()) -> tuple[int, ...]:
+    """The result columns' type modifiers (RowDescription's atttypmod): a scenario table's
+    column's own, -1 for anything else."""
+    modifiers: list[int] = []
+    _result_columns(stmt, major, tables, modifiers)
+    return tuple(modifiers)
+
+
+def _result_columns(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = (),
+                    modifiers: list[int] | None = None) -> list[tuple[str, int | None]] | None:
     if stmt.op is not None and stmt.op.name != "SETOP_NONE":
-        return result_columns(stmt.larg, major) if stmt.larg is not None else None
+        return _result_columns(stmt.larg, major, tables, modifiers) if stmt.larg is not None else None
     if stmt.valuesLists:
         return None
-    scope = _Scope(major)
+    scope = _Scope(major, tables)
     scope.add_from(stmt.fromClause)
     out: list[tuple[str, int | None]] = []
+    mods = modifiers if modifiers is not None else []
     for target in stmt.targetList or ():
         val = target.val
         if isinstance(val, ast.ColumnRef) and isinstance(val.fields[-1], ast.A_Star):
@@ -802,7 +841,9 @@ def result_columns(stmt: ast.SelectStmt, major: int) -> list[tuple[str, int | No
             if not expanded:
                 return None
             out.extend(expanded)
+            mods.extend(scope.star_modifiers(qualifier[-1] if qualifier else None))
             continue
+        mods.append(scope.modifier(val.fields) if isinstance(val, ast.ColumnRef) else -1)
         name = target.name or _column_name(val) or "?column?"
         oid = _expr_type(val, scope)
         if isinstance(val, ast.TypeCast):
@@ -942,6 +983,28 @@ def returns_rows(stmt: Any) -> bool:
     return isinstance(stmt, (ast.SelectStmt, ast.VariableShowStmt, ast.ExplainStmt))
 
 
+#: Scenario column types kept as the engine's own (others as their text form).
+_NATIVE = frozenset({"int2", "int4", "int8", "oid", "bool"})
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _engine_value(text: str | None, engine_type: str) -> Any:
+    if text is None or engine_type == "VARCHAR":
+        return text
+    return text == "t" if engine_type == "BOOLEAN" else int(text)
+
+
+def _user_table(tables: Sequence[Table], node: ast.RangeVar) -> Table | None:
+    """The scenario table a FROM item names (unqualified: in public, the search path)."""
+    for t in tables:
+        if t.name == node.relname and (node.schemaname or "public") == t.schema:
+            return t
+    return None
+
+
 class _Rewriter(visitors.Visitor):  # type: ignore[misc]
     """The parse tree made runnable by the engine (see the module docstring)."""
 
@@ -958,11 +1021,32 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         if node.schemaname in (None, "pg_catalog", "information_schema") and node.relname.startswith(("pg_", "information_")):
             raise ServerError("0A000", f'the fake walsender does not answer queries on "{node.relname}"',
                               hint="It answers " + ", ".join(sorted(CATALOG)) + ".")
-        for t in self.engine._tables():
-            if t.name == node.relname and (node.schemaname or "public") == t.schema:
-                raise ServerError("0A000", f'the fake walsender does not answer queries on table "{t.name}"',
-                                  hint="Its rows reach clients by COPY and the replication stream.")
-        raise ServerError("42P01", f'relation "{node.relname}" does not exist')
+        table = _user_table(self.engine._tables(), node)
+        if table is not None:
+            return ast.RangeVar(relname=self._user_rows(table), inh=True, relpersistence="p",
+                                alias=node.alias or ast.Alias(aliasname=node.relname))
+        qualified = f"{node.schemaname}.{node.relname}" if node.schemaname else node.relname
+        raise ServerError("42P01", f'relation "{qualified}" does not exist')
+
+    def _user_rows(self, table: Table) -> str:
+        """A scenario table's rows as table sync's COPY reads them (the initial rows, which
+        every slot's snapshot sees: its consistent point lies before the history), its
+        partitions' too, as a temporary table: integers and booleans as themselves, other
+        values in their text form."""
+        engine, conn = self.engine, self.conn
+        engine._temp += 1
+        name = f"pgw_rows_{engine._temp}"
+        types = [_ENGINE_TYPES.get(type_name(c.type.oid) or "", "VARCHAR") if type_name(c.type.oid) in _NATIVE
+                 else "VARCHAR" for c in table.columns]
+        db = engine._open()
+        db.execute(f"CREATE TEMP TABLE {name} ({', '.join(_quote(c.name) + ' ' + t for c, t in zip(table.columns, types))})")
+        self.temp_tables.append(name)
+        after = bool(conn.snapshot_after_history)
+        rows = [tuple(_engine_value(c.type.text(r.get(c.name)), t) for c, t in zip(table.columns, types))
+                for leaf in engine.server.scenario.leaves(table) for r in engine.server.rows_as_of(leaf, after)]
+        if rows and table.columns:
+            db.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in table.columns)})", [list(r) for r in rows])
+        return name
 
     def visit_RangeFunction(self, ancestors: Any, node: ast.RangeFunction) -> Any:
         call = node.functions[0][0] if node.functions and node.functions[0] else None

@@ -40,6 +40,8 @@ class Result:
     tag: str
     #: ParameterStatus to send after CommandComplete (a GUC_REPORT setting changed).
     parameters: tuple[tuple[str, str], ...] = ()
+    #: The columns' type modifiers (a table's ``numeric(10,2)`` column), when not all -1.
+    modifiers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

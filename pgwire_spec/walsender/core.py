@@ -62,14 +62,14 @@ from ._commands import _Commands
 from ._engine import SqlEngine
 from ._extended import EXTENDED_MESSAGES, _Extended, _Portal
 from ._extended import _Statement as _PreparedStatement
-from ._history import History, compile_history
+from ._history import History, _Tables, compile_history
 from ._render import Plan, render
 from ._startup import _Startup
 from ._streaming import _Streaming
 from .faults import Fault, FaultBook, check_slot_fault
 from .personas import Persona, ServerError, StreamOptions, persona
 from .publications import Publication
-from .scenario import Limits, Scenario
+from .scenario import Limits, Scenario, Table
 from .stream import Stream
 from .transcript import Entry, Transcript
 
@@ -371,6 +371,13 @@ class ServerState:
         self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, start))
         return self.wal_lsn
 
+    def rows_as_of(self, table: Table, after_history: bool) -> list[dict[str, Any]]:
+        """The rows of *table* (a leaf) in a snapshot taken before the history (the scenario's
+        initial rows) or after it (what its transactions left)."""
+        if after_history:
+            return self.history.tables.final(table.qualified_name)
+        return [_Tables._complete(table, dict(r)) for r in table.rows]
+
     def happen(self, end: int | None = None) -> None:
         """A client decodes: the scenario's history happens (once); the clock moves to its
         end (*end*: a recorded stream's own)."""
@@ -546,6 +553,10 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         #: transaction here is an explicit block, or the implicit one of a simple Query's
         #: statements or of the extended protocol's messages up to Sync (postgres.c).
         self.tx_undo: tuple[Any, ...] | None = None
+        #: A slot made in this transaction with SNAPSHOT 'use' (USE_SNAPSHOT): whether its
+        #: snapshot was taken after the history happened; None without one (the transaction's
+        #: reads see the server's present).
+        self.snapshot_after_history: bool | None = None
         self.stream: _Stream | None = None
         #: The running stream (a :class:`~pgwire_spec.walsender.stream.Stream`: logical,
         #: physical WAL or BASE_BACKUP) while the phase is ``streaming``.

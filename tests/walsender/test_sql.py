@@ -112,6 +112,38 @@ def test_wal_sender_timeout_reported_as_in_force() -> None:
     assert shown(ServerState(_state().scenario, limits=Limits(wal_sender_timeout=0))) == [("0", "1min"), ("0",), ("0",)]
 
 
+def test_the_scenario_tables_read_as_table_sync_copies_them() -> None:
+    """``SELECT`` on a scenario table answers the rows COPY gives table sync (the initial
+    rows), named, typed and with the column's type modifier as a real server describes
+    them; a partitioned table reads its partitions' rows; the same after a stream ran."""
+    state = _state(16)
+    c = _client(state)
+    sql = "SELECT * FROM public.accounts ORDER BY id"
+    out = _ok(c.query(sql))
+    assert _columns(out) == [("id", 23), ("name", 25), ("amount", 1700)]
+    (desc,) = [m for m in out if isinstance(m, RowDescription)]
+    assert [f.type_modifier for f in desc.fields] == [-1, -1, -1]
+    assert _rows(out) == [("1", "alice", "10.50")]
+    copied = [x.data for x in _client(state, "database").query("COPY public.accounts TO STDOUT")
+              if isinstance(x, CopyData)]
+    assert copied == [b"1\talice\t10.50\n"]
+    assert _rows(_ok(c.query("SELECT a.name, count(*) FROM accounts a WHERE a.id = 1 GROUP BY a.name"))) == [
+        ("alice", "1")]
+    assert _go_demo_flow(state)
+    assert _rows(_ok(_client(state).query(sql))) == [("1", "alice", "10.50")]
+
+    parted = _state(16, tables={
+        "public.m": {"partition_by": "RANGE (id)", "columns": [{"name": "id", "type": "int8", "key": True},
+                                                               {"name": "v", "type": "varchar(8)"}]},
+        "public.m1": {"partition_of": "public.m", "for_values": "FROM (0) TO (10)", "rows": [{"id": 1, "v": "a"}]},
+        "public.m2": {"partition_of": "public.m", "for_values": "FROM (10) TO (20)", "rows": [{"id": 11, "v": None}]},
+    }, publications={}, transactions=[])
+    out = _ok(_client(parted).query("SELECT v, id FROM m ORDER BY id"))
+    (desc,) = [m for m in out if isinstance(m, RowDescription)]
+    assert [(f.name, f.type_oid, f.type_modifier) for f in desc.fields] == [("v", 1043, 12), ("id", 20, -1)]
+    assert _rows(out) == [("a", "1"), (None, "11")]
+
+
 def test_parameters_for_the_extended_protocol() -> None:
     state = _state()
     c = _client(state)
@@ -157,7 +189,8 @@ def test_what_is_outside_the_surface_is_a_clear_error_naming_it() -> None:
     assert _error(c.query("SELECT * FROM nowhere")) == ("42P01", 'relation "nowhere" does not exist')
     assert _error(c.query("SELECT nope FROM pg_class"))[0] == "42703"  # type: ignore[index]
     assert _error(c.query("SELECT no_such_function(1)"))[0] == "42883"  # type: ignore[index]
-    assert _error(c.query("SELECT * FROM accounts"))[0] == "0A000"  # type: ignore[index]
+    assert _error(c.query("SELECT * FROM other.accounts")) == ("42P01", 'relation "other.accounts" does not exist')
+    assert _error(c.query("SELECT * FROM accounts FOR UPDATE"))[0] == "0A000"  # type: ignore[index]
     # the connection goes on
     assert _rows(_ok(c.query("SELECT 1"))) == [("1",)]
 

@@ -41,13 +41,17 @@ SCENARIO: dict[str, Any] = {
     "publications": {},
     "tables": {
         "public.accounts": {"columns": [{"name": "id", "type": "int4", "key": True}, {"name": "name", "type": "text"},
-                                        {"name": "amount", "type": "numeric(10,2)"}]},
+                                        {"name": "amount", "type": "numeric(10,2)"}],
+                            "rows": [{"id": 1, "name": "alice", "amount": "10.50"},
+                                     {"id": 7, "name": "zoë", "amount": None}]},
         "public.events": {"replica_identity": "full",
                           "columns": [{"name": "at", "type": "timestamptz"}, {"name": "kind", "type": "varchar(20)"},
                                       {"name": "n", "type": "int8"}, {"name": "ok", "type": "bool"},
                                       {"name": "tags", "type": "text[]"},
                                       {"name": "mood", "type": {"oid": 16385, "name": "mood",
-                                                                "enum": ["sad", "ok", "happy"]}}]},
+                                                                "enum": ["sad", "ok", "happy"]}}],
+                          "rows": [{"kind": "open", "n": 5000000000, "ok": True, "tags": ["a", "b c"]},
+                                   {"kind": "close", "n": -1, "ok": False, "tags": []}]},
     },
     "transactions": [
         {"changes": [{"insert": "public.accounts", "new": {"id": 2, "name": "bob", "amount": "3.00"}},
@@ -63,6 +67,8 @@ SCHEMA = [
     "CREATE TABLE public.accounts (id int4 PRIMARY KEY, name text, amount numeric(10,2))",
     "CREATE TABLE public.events (at timestamptz, kind varchar(20), n int8, ok bool, tags text[], mood public.mood)",
     "ALTER TABLE public.events REPLICA IDENTITY FULL",
+    "INSERT INTO public.accounts VALUES (1, 'alice', 10.50), (7, 'zoë', NULL)",
+    "INSERT INTO public.events VALUES (NULL, 'open', 5000000000, true, '{a,\"b c\"}'), (NULL, 'close', -1, false, '{}')",
 ]
 WORKLOAD = [
     "INSERT INTO public.accounts VALUES (2, 'bob', 3.00)",
@@ -117,6 +123,11 @@ QUERIES = [
     "SELECT current_setting('wal_sender_timeout'), current_setting('authentication_timeout')",
     "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.nspname IN ('public', 'pg_catalog') ORDER BY 1",
     "SELECT pg_current_wal_lsn() IS NOT NULL AS has_position, current_database() = 'postgres'",
+    # the scenario's tables themselves, as table sync copies them
+    "SELECT * FROM public.accounts ORDER BY id",
+    "SELECT id, name, amount FROM accounts WHERE id = 1",
+    "SELECT e.kind, e.n, e.ok, e.tags, e.at FROM public.events e ORDER BY e.n",
+    "SELECT count(*), max(n) FROM public.events WHERE ok",
 ]
 
 
