@@ -24,7 +24,7 @@ from ._relsync import publication_tables
 from .scenario import Scenario, Table
 from .types import ColumnType
 
-__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "catalog_rows", "columns_of", "format_type", "type_size", "TYPE_OIDS",
+__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "WalSenderRow", "catalog_rows", "columns_of", "format_type", "type_size", "TYPE_OIDS",
            "DATABASE_OID", "PUBLIC_OID", "PG_CATALOG_OID"]
 
 #: OIDs of the result types the catalog uses (pg_type.dat).
@@ -120,6 +120,13 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
         ("safe_wal_size", "int8", 13), ("two_phase", "bool", 14), ("two_phase_at", "pg_lsn", 18),
         ("inactive_since", "timestamptz", 17), ("conflicting", "bool", 16),
         ("invalidation_reason", "text", 17), ("failover", "bool", 17), ("synced", "bool", 17)),
+    # The fake's own walsenders streaming now (system_views.sql: pg_stat_get_wal_senders).
+    "pg_stat_replication": _cols(
+        "pid:int4", "usesysid:oid", "usename:name", "application_name:text", "client_addr:inet",
+        "client_hostname:text", "client_port:int4", "backend_start:timestamptz", "backend_xmin:xid", "state:text",
+        "sent_lsn:pg_lsn", "write_lsn:pg_lsn", "flush_lsn:pg_lsn", "replay_lsn:pg_lsn", "write_lag:interval",
+        "flush_lag:interval", "replay_lag:interval", "sync_priority:int4", "sync_state:text",
+        ("reply_time", "timestamptz", 12)),
 }
 
 #: pg_get_publication_tables(): one text argument returning (relid, attrs, qual) in 15,
@@ -135,6 +142,21 @@ def columns_of(relation: str, major: int) -> tuple[CatalogColumn, ...]:
 # ------------------------------------------------------------------------------------------
 # What the catalogs are made of
 # ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WalSenderRow:
+    """A connection streaming a logical slot: who, and the positions (sent: the walEnd sent;
+    write/flush/apply: the client's last status update)."""
+
+    pid: int
+    user: str
+    application_name: str | None
+    client_addr: str
+    sent_lsn: int | None
+    write_lsn: int
+    flush_lsn: int
+    apply_lsn: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +239,11 @@ def _index_oid(t: Table) -> int:
 
 
 def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
-                 slots: Iterable[SlotRow], users: Iterable[str] = ()) -> dict[str, list[tuple[Any, ...]]]:
+                 slots: Iterable[SlotRow], users: Iterable[str] = (),
+                 walsenders: Iterable[WalSenderRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """The rows of every relation of :data:`CATALOG` for *major* (its columns only); the
-    publications are the scenario's, *oids* their OIDs by name, *users* the connected ones."""
+    publications are the scenario's, *oids* their OIDs by name, *users* the connected ones,
+    *walsenders* the connections streaming."""
     pubs = list(scenario.publications)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in CATALOG}
     namespaces = {"pg_catalog": PG_CATALOG_OID, "public": PUBLIC_OID}
@@ -334,6 +358,18 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
             else _dt.datetime.fromtimestamp(s.inactive_since, _dt.UTC).isoformat(),
             "conflicting": None if s.kind == "physical" else s.invalidated in entry.conflicting_causes,
             "invalidation_reason": s.invalidated, "failover": s.failover, "synced": False})
+
+    role_oids = {r["rolname"]: r["oid"] for r in rows["pg_roles"]}
+    for w in walsenders:
+        # an invalid (0) position shows as NULL (walsender.c pg_stat_get_wal_senders)
+        lsn = [format_lsn(p) if p else None for p in (w.sent_lsn, w.write_lsn, w.flush_lsn, w.apply_lsn)]
+        rows["pg_stat_replication"].append({
+            "pid": w.pid, "usesysid": role_oids.get(w.user), "usename": w.user,
+            "application_name": w.application_name or "", "client_addr": w.client_addr, "client_hostname": None,
+            "client_port": None, "backend_start": None, "backend_xmin": None, "state": "streaming",
+            "sent_lsn": lsn[0], "write_lsn": lsn[1], "flush_lsn": lsn[2], "replay_lsn": lsn[3],
+            "write_lag": None, "flush_lag": None, "replay_lag": None, "sync_priority": 0, "sync_state": "async",
+            "reply_time": None})
 
     return {name: [tuple(r.get(c.name) for c in columns_of(name, major)) for r in rs]
             for name, rs in rows.items()}

@@ -46,6 +46,7 @@ from ._catalog import (
     TYPE_OIDS,
     CatalogColumn,
     SlotRow,
+    WalSenderRow,
     catalog_rows,
     columns_of,
     format_type,
@@ -500,7 +501,10 @@ class SqlEngine:
                          s.restart_lsn, s.confirmed_flush if s.kind == "logical" else None, s.two_phase,
                          s.failover, s.invalidated, s.inactive_since) for s in server.slots.values()]
         users = [c.user for c in server.connections.values() if c.user]
-        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users)
+        walsenders = [WalSenderRow(c.pid, c.user, c.params.get("application_name"), c.peer, c.stream.wal_end,
+                                   *c.positions)
+                      for c in server.connections.values() if c.stream is not None]
+        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users, walsenders)
         gpt: list[tuple[Any, ...]] = []
         for p in server.scenario.publications:
             for pt in publication_tables(server.scenario, p, self.major):

@@ -322,3 +322,65 @@ def test_publication_and_slot_by_sql_then_pg_recvlogical_streams(tmp_path: Any, 
     assert any(q.startswith("START_REPLICATION SLOT \"app_slot\" LOGICAL") or
                q.startswith("START_REPLICATION SLOT app_slot LOGICAL") for q in queries)
     print(server.transcript.text())
+
+
+#: pg_stat_replication's columns a client reads that do not depend on a pid, a clock or a
+#: socket (compared); the positions only as present.
+STAT_QUERY = ("SELECT application_name, state, sync_state, sync_priority, usename = current_user AS own, "
+              "sent_lsn IS NOT NULL AS sent, write_lsn IS NOT NULL AS written, "
+              "replay_lsn <= sent_lsn AS behind FROM pg_stat_replication")
+
+
+def _streaming_stats(dsn: str) -> list[Any]:
+    """pg_stat_replication (STAT_QUERY) while pg_recvlogical streams a slot of its own."""
+    import time
+
+    import psycopg2
+
+    recvlogical = pg_program("pg_recvlogical")
+    if recvlogical is None:
+        pytest.skip("pg_recvlogical is not installed (Debian's postgresql-client-15, .ci/install)")
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    proc = None
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT slot_name FROM pg_create_logical_replication_slot('stat_slot', 'pgoutput')")
+            cur.execute("CREATE PUBLICATION stat_pub FOR ALL TABLES")
+            proc = subprocess.Popen([recvlogical, "-d", dsn, "-S", "stat_slot", "--start", "-s", "1",
+                                     "-o", "proto_version=1", "-o", "publication_names=stat_pub", "-f", "/dev/null"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 20
+            rows: list[Any] = []
+            while time.monotonic() < deadline:
+                cur.execute(STAT_QUERY)
+                columns = [(d.name, d.type_code) for d in cur.description or ()]
+                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()]
+                if rows and rows[0][6] == "True":  # a status update arrived
+                    break
+                time.sleep(0.2)
+            proc.terminate()
+            proc.wait(10)
+            for _ in range(50):  # the server may not yet have seen the client go (slot still active)
+                try:
+                    cur.execute("SELECT pg_drop_replication_slot('stat_slot')")
+                    break
+                except psycopg2.errors.ObjectInUse:
+                    time.sleep(0.2)
+            cur.execute("DROP PUBLICATION stat_pub")
+            return [columns, rows]
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        conn.close()
+
+
+@pytest.mark.parametrize("major", [15, 16])
+def test_pg_stat_replication_shows_the_streaming_walsender_as_a_real_server(
+        pg_server: Callable[..., Server], fake: Any, major: int) -> None:  # noqa: F811
+    real = _streaming_stats(_real(pg_server, major).dsn)
+    ours = _streaming_stats(fake(major).dsn)
+    # pg_recvlogical reports no replay position (0): NULL, so is the comparison
+    assert real[1] == [("pg_recvlogical", "streaming", "async", "0", "True", "True", "True", None)]
+    assert ours == real
