@@ -32,11 +32,11 @@ from .verify import Mismatch, VerifyReport, verify_fixture, verify_paths
 from .workload import Workload, WorkloadError, builtin_workload, sql_workload
 
 if TYPE_CHECKING:
-    from .capture import CaptureError, build_group, capture, run_capture
+    from .live import CaptureError, build_group, capture, run_capture
 
 #: Capturing talks to servers (psycopg, the providers): imported on first use, so that
 #: reading and verifying fixtures (``verify-fixtures``, ``conform``) imports no I/O module.
-_SHELL = {"capture": "capture", "run_capture": "capture", "build_group": "capture", "CaptureError": "capture"}
+_SHELL = {"capture": "live", "run_capture": "live", "build_group": "live", "CaptureError": "live"}
 
 
 def __getattr__(name: str) -> Any:

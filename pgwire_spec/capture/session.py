@@ -298,7 +298,7 @@ def _run_actions(session: Any, wl: Any) -> None:
 def capture_sessions(prov: Any, *, progress: Callable[[str], None] | None = None) -> list[Any]:
     """Start *prov*'s server and record one session per :func:`session_option_sets`;
     returns the :class:`~pgwire_spec.capture.session_fixture.SessionFile` objects."""
-    from .capture import _drop_builtin, _Session
+    from .live import _drop_builtin, _Session
     from .session_fixture import build_session
     from .workload import MAIN_PUBLICATION, session_workload
 

@@ -30,7 +30,7 @@ from typing import Any
 import psycopg
 
 from .. import majors
-from ..capture.capture import CaptureError
+from ..capture.live import CaptureError
 from ..capture.session import Replicated, SessionError, _Conn
 from ..lsn import format_lsn, parse_lsn
 from ..replication.messages import PrimaryKeepalive

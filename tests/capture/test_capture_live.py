@@ -20,7 +20,7 @@ import pytest
 
 from pgwire_spec import PgOutputDecoder
 from pgwire_spec.capture import builtin_workload, capture, read_fixture, verify_fixture
-from pgwire_spec.capture.capture import CaptureError
+from pgwire_spec.capture.live import CaptureError
 from pgwire_spec.pgoutput.messages import MESSAGE_TYPES, Commit, StreamAbort
 from pgwire_spec.servers import free_port
 

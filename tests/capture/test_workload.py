@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pgwire_spec.capture import WorkloadError, builtin_workload, option_sets, sql_workload
-from pgwire_spec.capture.capture import elide
 from pgwire_spec.capture.fixture import FixtureCase
+from pgwire_spec.capture.live import elide
 from pgwire_spec.capture.options import SERVER_OPTIONS
 from pgwire_spec.capture.workload import split_sql
 from pgwire_spec.errors import OptionError
