@@ -24,7 +24,7 @@ from pgwire_spec.lsn import format_lsn, parse_lsn
 from pgwire_spec.walsender.replay import _read_json
 from tests._servers import pg_server  # noqa: F401  (the session-scoped server factory)
 from tests.control._serve import running
-from tests.walsender.conftest import pg_program
+from tests.walsender.conftest import need_program
 
 pytestmark = [pytest.mark.live, pytest.mark.clients, pytest.mark.timeout(300)]
 
@@ -132,9 +132,7 @@ def _verify_cli(folder: Path) -> None:
 
 def test_pg_recvlogical_through_the_proxy_resumes_after_a_disconnect_mid_transaction(
         pg16: Any, workload: dict[str, Any], tmp_path: Path) -> None:
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    recvlogical = need_program("pg_recvlogical")
     rec = tmp_path / "rec"
     out = tmp_path / "stream.bin"
     slot = workload["slot"]

@@ -26,7 +26,7 @@ from pgwire_spec.lsn import format_lsn, parse_lsn
 from pgwire_spec.servers import provider
 from pgwire_spec.servers._base import server_user
 from tests.proxy.test_upstream import proxied
-from tests.walsender.conftest import pg_program
+from tests.walsender.conftest import need_program
 
 pytestmark = [pytest.mark.live, pytest.mark.clients, pytest.mark.timeout(300)]
 
@@ -199,9 +199,7 @@ def test_pg_recvlogical_through_the_proxy_with_tls_to_the_server(secured: dict[s
     """tls_user may only come over TLS: pg_recvlogical reaches it through the proxy when
     the upstream DSN asks for TLS (require, or verify-full against the test CA), and the
     server sees an encrypted walsender connection."""
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    recvlogical = need_program("pg_recvlogical")
     extra = {"sslmode": sslmode}
     if sslmode == "verify-full":
         extra["sslrootcert"] = str(secured["files"]["ca"])

@@ -30,16 +30,19 @@ SUBSCRIBER_SETTINGS = {
 }
 
 
-def pg_program(name: str) -> str | None:
-    """A PostgreSQL client program: on PATH, else in Debian's bin dir of 15."""
+def need_program(name: str) -> str:
+    """A PostgreSQL client program: on PATH, else in Debian's bin dir of 15; else the test
+    is skipped, naming what to install."""
     found = shutil.which(name)
     if found:
         return found
     try:
         path = find_system_bin_dir(15) / name
     except ProviderError:
-        return None
-    return str(path) if Path(path).is_file() else None
+        path = None
+    if path is None or not Path(path).is_file():
+        pytest.skip(f"{name} not found (Debian package postgresql-15 or postgresql-client)")
+    return str(path)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from pgwire_spec.replication.commands import (
 from pgwire_spec.walsender import Fault, Scenario, SyncFakeWalsender
 from pgwire_spec.walsender._history import compile_history
 
-from .conftest import pg_program
+from .conftest import need_program
 from .scenarios import ACCOUNTS, accounts, items
 
 pytestmark = pytest.mark.clients
@@ -44,9 +44,7 @@ def _end_lsn(scenario: Scenario) -> int:
 
 
 def test_pg_recvlogical_streams_pgoutput_to_a_file(tmp_path: Any) -> None:
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    recvlogical = need_program("pg_recvlogical")
     scenario = Scenario.from_file(ACCOUNTS)
     out = tmp_path / "stream.bin"
     with SyncFakeWalsender(scenario) as fake:
@@ -86,9 +84,7 @@ def test_pg_recvlogical_streams_pgoutput_to_a_file(tmp_path: Any) -> None:
 
 def test_pg_recvlogical_streams_every_message_kind(tmp_path: Any) -> None:
     """The 'everything' example (persona 17, md5) with streaming, two_phase and messages."""
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    recvlogical = need_program("pg_recvlogical")
     scenario = Scenario.from_file(ACCOUNTS.parent / "everything.yaml")
     out = tmp_path / "stream.bin"
     with SyncFakeWalsender(scenario) as fake:

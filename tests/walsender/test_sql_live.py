@@ -30,7 +30,7 @@ from pgwire_spec.wire import (
 from pgwire_spec.wire.reader import NeedData
 from tests._servers import pg_server  # noqa: F401
 
-from .conftest import pg_program
+from .conftest import need_program
 
 pytestmark = pytest.mark.live
 
@@ -293,9 +293,7 @@ def test_the_go_demo_flow_receives_the_same_on_the_fake_and_a_real_15(pg_server:
 def test_publication_and_slot_by_sql_then_pg_recvlogical_streams(tmp_path: Any, fake: Any) -> None:
     import psycopg2
 
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical not found (Debian package postgresql-15 or postgresql-client)")
+    recvlogical = need_program("pg_recvlogical")
     server = fake(16)
     conn = psycopg2.connect(server.dsn)
     conn.autocommit = True
@@ -337,9 +335,7 @@ def _streaming_stats(dsn: str) -> list[Any]:
 
     import psycopg2
 
-    recvlogical = pg_program("pg_recvlogical")
-    if recvlogical is None:
-        pytest.skip("pg_recvlogical is not installed (Debian's postgresql-client-15, .ci/install)")
+    recvlogical = need_program("pg_recvlogical")
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
     proc = None
