@@ -124,6 +124,18 @@ def _first_begin(payloads: list[bytes]) -> int:
     return next(m.final_lsn for m in map(dec.decode, payloads) if m.tag == "B")
 
 
+def _first_difference(written: bytes, payloads: list[list[bytes]]) -> str:
+    """Where what the client wrote leaves what went through, message by message."""
+    sent = [(n, i, p + b"\n") for n, ps in enumerate(payloads, 1) for i, p in enumerate(ps)]
+    pos = 0
+    for n, i, line in sent:
+        if written[pos:pos + len(line)] != line:
+            return (f"connection {n}, payload {i}: expected {line[:40]!r}, found {written[pos:pos + 40]!r} "
+                    f"(byte {pos} of {len(written)} written, {sum(len(x) for _, _, x in sent)} went through)")
+        pos += len(line)
+    return f"{len(written) - pos} bytes written after all that went through: {written[pos:pos + 40]!r}"
+
+
 def _verify_cli(folder: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "verify-fixtures", *map(str, folder.glob("*.json.gz"))],
                           capture_output=True, text=True, timeout=120)
@@ -174,8 +186,22 @@ def test_pg_recvlogical_through_the_proxy_resumes_after_a_disconnect_mid_transac
     assert cut == [True, False]  # the first connection was cut inside a transaction
     # the server resumed at the position the client confirmed: nothing confirmed came again
     assert _first_begin(payloads[1]) > _confirmed(sessions[0])
-    # pg_recvlogical wrote exactly what went through, each payload and a newline
-    assert out.read_bytes() == b"".join(p + b"\n" for ps in payloads for p in ps)
+    # the proxy cut the first connection right after the 15th Insert, and recorded exactly
+    # what it had forwarded up to there
+    dec = PgOutputDecoder(protocol_version=1)
+    tags = [dec.decode(p).tag for p in payloads[0]]
+    assert tags.count("I") == 15 and tags[-1] == "I", tags
+    # pg_recvlogical wrote what went through, each payload and a newline: all of the resumed
+    # connection, and of the cut one what it read before the close took the connection down
+    # (bytes in flight when the client's own write meets the closed socket are not read)
+    written = out.read_bytes()
+    second = b"".join(p + b"\n" for p in payloads[1])
+    assert written.endswith(second), _first_difference(written, payloads)
+    lines = [p + b"\n" for p in payloads[0]]
+    prefixes = {b"".join(lines[:k]): k for k in range(1, len(lines) + 1)}
+    head = written[:len(written) - len(second)]
+    assert head in prefixes, _first_difference(written, payloads)
+    assert tags[:prefixes[head]].count("C") >= 1  # the first transaction at least, which came at once
     for sf in sessions:
         assert verify_session(sf)[1] == []
     _verify_cli(rec)
