@@ -120,6 +120,11 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
         ("safe_wal_size", "int8", 13), ("two_phase", "bool", 14), ("two_phase_at", "pg_lsn", 18),
         ("inactive_since", "timestamptz", 17), ("conflicting", "bool", 16),
         ("invalidation_reason", "text", 17), ("failover", "bool", 17), ("synced", "bool", 17)),
+    # The settings (system_views.sql: pg_show_all_settings()), from walsender/_settings.py.
+    "pg_settings": _cols(
+        "name:text", "setting:text", "unit:text", "category:text", "short_desc:text", "extra_desc:text",
+        "context:text", "vartype:text", "source:text", "min_val:text", "max_val:text", "enumvals:_text",
+        "boot_val:text", "reset_val:text", "sourcefile:text", "sourceline:int4", "pending_restart:bool"),
     # The fake's own walsenders streaming now (system_views.sql: pg_stat_get_wal_senders).
     "pg_stat_replication": _cols(
         "pid:int4", "usesysid:oid", "usename:name", "application_name:text", "client_addr:inet",
@@ -240,12 +245,14 @@ def _index_oid(t: Table) -> int:
 
 def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
                  slots: Iterable[SlotRow], users: Iterable[str] = (),
-                 walsenders: Iterable[WalSenderRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
+                 walsenders: Iterable[WalSenderRow] = (),
+                 settings: Iterable[dict[str, Any]] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """The rows of every relation of :data:`CATALOG` for *major* (its columns only); the
     publications are the scenario's, *oids* their OIDs by name, *users* the connected ones,
-    *walsenders* the connections streaming."""
+    *walsenders* the connections streaming, *settings* pg_settings' rows."""
     pubs = list(scenario.publications)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in CATALOG}
+    rows["pg_settings"] = list(settings)
     namespaces = {"pg_catalog": PG_CATALOG_OID, "public": PUBLIC_OID}
     for t in scenario.tables:
         namespaces.setdefault(t.schema, _GENERATED_OIDS - 1000 + len(namespaces))

@@ -53,6 +53,7 @@ from ._catalog import (
 )
 from ._relsync import publication_tables
 from ._render import Write
+from ._settings import settings_rows
 from ._sql import Answer, Command, Result, setting
 from .personas import ServerError
 from .publications import ACTIONS, ExpressionError, Publication, PublishedTable, parse_expression
@@ -504,7 +505,8 @@ class SqlEngine:
         walsenders = [WalSenderRow(c.pid, c.user, c.params.get("application_name"), c.peer, c.stream.wal_end,
                                    *c.positions)
                       for c in server.connections.values() if c.stream is not None]
-        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users, walsenders)
+        rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users, walsenders,
+                            settings_rows(server.scenario.server, server.version, server.limits))
         gpt: list[tuple[Any, ...]] = []
         for p in server.scenario.publications:
             for pt in publication_tables(server.scenario, p, self.major):

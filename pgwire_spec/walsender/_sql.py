@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._relsync import PubTable, publication_tables
+from ._settings import lookup, show_text, values
 from .personas import Persona, ServerError
 from .publications import Expression, ExpressionError, parse_expression
 from .scenario import Column, Limits, Scenario, Table
@@ -242,34 +243,13 @@ class _Answerer:
         return None
 
     def setting(self, name: str) -> str | None:
-        extra = dict(self.scenario.server.settings)
+        """SHOW's text of a setting (any letter case), from the one table of settings."""
+        current = values(self.scenario.server, self.version, self.limits)
+        known = lookup(name, self.persona.major)
+        if known is not None:
+            return show_text(known, current[known.name])
         low = name.lower()
-        for k, v in extra.items():
-            if k.lower() == low:
-                return v
-        builtin = {
-            "data_directory_mode": "0700",
-            "server_version": self.version,
-            "server_version_num": _version_num(self.version),
-            "server_encoding": self.scenario.server.encoding,
-            "wal_segment_size": "16MB",
-            "integer_datetimes": "on",
-            "wal_level": "logical",
-            "max_replication_slots": "10",
-            "max_wal_senders": "10",
-            "timezone": "Etc/UTC",
-            "datestyle": "ISO, MDY",
-            "client_encoding": "UTF8",
-            "standard_conforming_strings": "on",
-            "block_size": "8192",
-            "wal_block_size": "8192",
-            "logical_decoding_work_mem": f"{self.scenario.server.logical_decoding_work_mem // 1024}kB",
-            # The limits the fake enforces, as in force.
-            "wal_sender_timeout": _show_ms(self.limits.wal_sender_timeout),
-            "authentication_timeout": _show_ms(self.limits.authentication_timeout),
-            "max_connections": str(self.limits.max_connections),
-        }
-        return builtin.get(low)
+        return next((v for k, v in current.items() if k.lower() == low), None)
 
     # -- dispatch --------------------------------------------------------------------------
     def answer(self, sql: str, in_transaction: bool) -> Answer:
@@ -537,24 +517,6 @@ class _Answerer:
         # COPY t / SELECT … FROM ONLY t: the table's own rows; FROM t: its partitions' too
         sources = (t,) if only and t.relkind != "p" else self.scenario.leaves(t)
         return CopyOut(t, columns, binary, sources, where)
-
-
-def _version_num(version: str) -> str:
-    m = re.match(r"(\d+)(?:\.(\d+))?", version)
-    assert m is not None
-    return str(int(m.group(1)) * 10000 + int(m.group(2) or 0))
-
-
-def _show_ms(seconds: float) -> str:
-    """A time setting as SHOW gives it: in the largest unit that divides its milliseconds
-    (guc.c convert_int_from_base_unit: 60 s is ``1min``), a bare ``0`` for off."""
-    ms = round(seconds * 1000)
-    if ms <= 0:
-        return "0"
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def setting(scenario: Scenario, persona: Persona, version: str, name: str, limits: Limits | None = None) -> str | None:

@@ -16,6 +16,7 @@ from .. import majors
 from ..errors import OptionError, PgWireError
 from ..majors import Major
 from ..replication.commands import downcase_identifier, truncate_identifier
+from ._settings import SETTINGS, show_text
 
 __all__ = ["Persona", "persona", "PERSONAS", "ServerError", "StreamOptions"]
 
@@ -107,23 +108,11 @@ class Persona:
     def parameter_status(self, *, version: str, user: str, application_name: str,
                          client_encoding: str, server_encoding: str) -> list[tuple[str, str]]:
         """The ParameterStatus messages after AuthenticationOk, in the server's order."""
-        values = {
-            "application_name": application_name,
-            "client_encoding": client_encoding,
-            "DateStyle": "ISO, MDY",
-            "default_transaction_read_only": "off",
-            "in_hot_standby": "off",
-            "integer_datetimes": "on",
-            "IntervalStyle": "postgres",
-            "is_superuser": "on",
-            "scram_iterations": "4096",
-            "search_path": '"$user", public',
-            "server_encoding": server_encoding,
-            "server_version": version,
-            "session_authorization": user,
-            "standard_conforming_strings": "on",
-            "TimeZone": "Etc/UTC",
-        }
+        # the fake's settings (walsender/_settings.py), but what the session says
+        values = {s.name: show_text(s, s.value if s.value is not None else s.boot or "") for s in SETTINGS}
+        values.update({"application_name": application_name, "client_encoding": client_encoding,
+                       "server_encoding": server_encoding, "server_version": version,
+                       "session_authorization": user})
         return [(name, values[name]) for name in self.table.parameter_status]
 
     # -- pgoutput options ------------------------------------------------------------------

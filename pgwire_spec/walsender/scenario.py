@@ -40,6 +40,7 @@ from typing import Any
 from .. import majors
 from ..errors import PgWireError
 from ..lsn import datetime_to_timestamp, parse_lsn
+from ._settings import SettingError, check_scenario_setting
 from .publications import ACTIONS, GENERATED_COLUMNS, Expression, ExpressionError, Publication, PublishedTable
 from .publications import parse_expression as _parse_expression
 from .types import ColumnType, TypeValueError, resolve_type
@@ -170,7 +171,7 @@ class ServerInfo:
     encoding: str = "UTF8"
     #: Extra or overriding ParameterStatus values sent at startup.
     parameters: tuple[tuple[str, str], ...] = ()
-    #: SHOW values beyond the built-in ones.
+    #: Settings over the fake's own (walsender/_settings.py), as written in the scenario.
     settings: tuple[tuple[str, str], ...] = ()
     #: What one client may cost (``max_connections``, ``authentication_timeout`` …: flat
     #: keys of the ``server:`` section).
@@ -983,7 +984,13 @@ class _Loader:
                 if not isinstance(value, Mapping):
                     raise ScenarioError(f"server.{key}", "a mapping of name to value", _describe(value))
                 kw[key] = tuple((str(k), str(v)) for k, v in value.items())
-        return ServerInfo(**kw)
+        info = ServerInfo(**kw)
+        for name, raw in d.get("settings", {}).items():
+            try:
+                check_scenario_setting(str(name), raw, info.major)
+            except SettingError as exc:
+                raise ScenarioError(f"server.settings.{name}", exc.expected, exc.found) from None
+        return info
 
     def memory(self, path: str, value: Any) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -123,6 +123,15 @@ QUERIES = [
     "SELECT current_setting('wal_sender_timeout'), current_setting('authentication_timeout')",
     "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.nspname IN ('public', 'pg_catalog') ORDER BY 1",
     "SELECT pg_current_wal_lsn() IS NOT NULL AS has_position, current_database() = 'postgres'",
+    # pg_settings: settings no install or test server sets (guc_tables.c's defaults)
+    "SELECT name, setting, unit, category, short_desc, context, vartype, min_val, max_val, enumvals, boot_val "
+    "FROM pg_settings WHERE name IN ('wal_level', 'wal_sender_timeout', 'block_size', 'wal_segment_size', "
+    "'integer_datetimes', 'standard_conforming_strings', 'IntervalStyle', 'bytea_output', 'track_commit_timestamp', "
+    "'max_slot_wal_keep_size', 'statement_timeout', 'default_transaction_isolation') ORDER BY name",
+    "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'wal_level'",
+    "SELECT count(*) FROM pg_settings WHERE name = 'timezone'",
+    "SELECT current_setting('block_size'), current_setting('IntervalStyle'), current_setting('wal_segment_size')",
+    "SHOW max_slot_wal_keep_size",
     # the scenario's tables themselves, as table sync copies them
     "SELECT * FROM public.accounts ORDER BY id",
     "SELECT id, name, amount FROM accounts WHERE id = 1",
