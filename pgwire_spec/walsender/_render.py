@@ -37,9 +37,11 @@ from __future__ import annotations
 import bisect
 import gc
 import struct
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import add as _add
+from typing import Any, overload
 
 from ..pgoutput import messages as m
 from ..pgoutput._codec import encode
@@ -50,7 +52,7 @@ from ._relsync import RelSync, rel_sync
 from .personas import Persona, ServerError, StreamOptions
 from .scenario import Column, Table
 
-__all__ = ["Write", "Notice", "Plan", "render"]
+__all__ = ["Write", "Notice", "Plan", "Items", "render"]
 
 
 class Write:
@@ -92,17 +94,58 @@ class Notice:
     error: ServerError
 
 
-@dataclass(slots=True)
+#: In ``Plan.messages``: the message is decoded from the payload when asked for (a
+#: top-level Insert, which needs no stream context).
+_LAZY: Any = object()
+
+
 class Plan:
     """The items a client gets, rendered while they are streamed: ``items`` holds what is
-    rendered so far, :meth:`grow` renders more, ``done`` says everything is."""
+    rendered so far, :meth:`grow` renders more, ``done`` says everything is.
 
-    items: list[Write | Notice] = field(default_factory=list)
-    #: The WAL position the stream has reached when every item is sent.
-    end_lsn: int = 0
-    _frames: Frames | None = None
-    #: What renders the rest (one step per history event), None once done.
-    _source: Iterator[None] | None = None
+    Kept as one list per field (``lsns``, ``payloads``, ``messages``; a Notice has no
+    payload and stands in ``messages``): a cold stream appends three references per
+    message instead of building an object, and the frames are cut from the lists in
+    C-level passes. ``items`` shows them as :class:`Write` and :class:`Notice`."""
+
+    __slots__ = ("lsns", "payloads", "messages", "notices", "end_lsn", "_frames", "_source")
+
+    def __init__(self, end_lsn: int = 0) -> None:
+        self.lsns: list[int] = []
+        self.payloads: list[bytes | None] = []
+        self.messages: list[Any] = []
+        #: Indices of the Notices, increasing.
+        self.notices: list[int] = []
+        #: The WAL position the stream has reached when every item is sent.
+        self.end_lsn = end_lsn
+        self._frames: Frames | None = None
+        #: What renders the rest (one step per history event), None once done.
+        self._source: Iterator[None] | None = None
+
+    @property
+    def items(self) -> Items:
+        return Items(self)
+
+    def write(self, lsn: int, message: m.PgOutputMessage | None, payload: bytes) -> None:
+        self.lsns.append(lsn)
+        self.payloads.append(payload)
+        self.messages.append(message)
+
+    def notice(self, error: ServerError) -> None:
+        self.notices.append(len(self.payloads))
+        self.lsns.append(0)
+        self.payloads.append(None)
+        self.messages.append(Notice(error))
+
+    def item(self, i: int) -> Write | Notice:
+        payload = self.payloads[i]
+        msg = self.messages[i]
+        if payload is None:
+            notice: Notice = msg
+            return notice
+        if msg is _LAZY:
+            return Write(self.lsns[i], None, payload, True)
+        return Write(self.lsns[i], msg, payload)
 
     @property
     def done(self) -> bool:
@@ -113,14 +156,14 @@ class Plan:
         history event, so a caller asking a little past what it sends keeps every call
         short and the first frames go out before the rest is rendered."""
         source = self._source
-        items = self.items
+        payloads = self.payloads
         # The cyclic collector waits while a slice renders: it would otherwise run every
         # few hundred new items, each time walking the young ones (a cold stream's CPU
         # was a quarter collection); what the slice made is looked at once, after it.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            while source is not None and len(items) < count:
+            while source is not None and len(payloads) < count:
                 try:
                     next(source)
                 except StopIteration:
@@ -132,16 +175,44 @@ class Plan:
     def finish(self) -> Plan:
         """Render everything (for callers that want the whole plan at once)."""
         while self._source is not None:
-            self.grow(len(self.items) + (1 << 16))
+            self.grow(len(self.payloads) + (1 << 16))
         return self
 
     def frames(self) -> Frames:
         """The items rendered so far framed once (CopyData + XLogData header + payload,
         sendTime left 0), shared by every connection that streams this plan."""
         if self._frames is None:
-            self._frames = Frames([])
-        self._frames.extend(self.items)
+            self._frames = Frames()
+        self._frames.extend(self)
         return self._frames
+
+
+class Items(Sequence[Write | Notice]):
+    """A plan's items so far, as :class:`Write` and :class:`Notice` (made when read)."""
+
+    __slots__ = ("_plan",)
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+
+    def __len__(self) -> int:
+        return len(self._plan.payloads)
+
+    @overload
+    def __getitem__(self, i: int) -> Write | Notice: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Write | Notice]: ...
+
+    def __getitem__(self, i: int | slice) -> Write | Notice | list[Write | Notice]:
+        if isinstance(i, slice):
+            return [self._plan.item(k) for k in range(*i.indices(len(self)))]
+        return self._plan.item(i)
+
+    def __iter__(self) -> Iterator[Write | Notice]:
+        item = self._plan.item
+        for i in range(len(self)):
+            yield item(i)
 
 
 class Frames:
@@ -157,7 +228,7 @@ class Frames:
 
     __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "max_lsn", "notices")
 
-    def __init__(self, items: list[Write | Notice]) -> None:
+    def __init__(self) -> None:
         self.heads: list[bytes] = []
         self.payloads: list[bytes] = []
         self.mids: list[bytes] = []
@@ -165,35 +236,41 @@ class Frames:
         self.writes = [0]
         self.max_lsn: list[int] = []
         self.notices: list[int] = []
-        self.extend(items)
 
-    def extend(self, items: list[Write | Notice]) -> None:
-        """Frame the items past those framed so far."""
-        done = len(self.max_lsn)
-        if done == len(items):
-            return
-        heads, payloads, mids = self.heads, self.payloads, self.mids
-        offsets, writes, max_lsn = self.offsets, self.writes, self.max_lsn
-        pos = offsets[-1]
-        top = max_lsn[-1] if max_lsn else 0
-        head = frames.xlog_head
-        overhead = frames.XLOG_FRAME_OVERHEAD
-        for i in range(done, len(items)):
-            it = items[i]
-            if isinstance(it, Write):
-                h = head(it.lsn, it.lsn, len(it.payload))
-                if payloads:
-                    mids.append(payloads[-1] + h)
-                heads.append(h)
-                payloads.append(it.payload)
-                pos += overhead + len(it.payload)
-                if it.lsn > top:
-                    top = it.lsn
-            else:
-                self.notices.append(i)
-            offsets.append(pos)
-            writes.append(len(heads))
-            max_lsn.append(top)
+    def extend(self, plan: Plan) -> None:
+        """Frame the plan's items past those framed so far: each run of Writes between two
+        Notices in a few C-level passes over the plan's lists (no Python step per frame)."""
+        done, count = len(self.max_lsn), len(plan.payloads)
+        k = bisect.bisect_left(plan.notices, done)
+        while done < count:
+            stop = plan.notices[k] if k < len(plan.notices) else count
+            if stop > done:
+                payloads: list[bytes] = plan.payloads[done:stop]  # type: ignore[assignment]  # no Notice
+                self._writes(plan.lsns[done:stop], payloads)
+            if stop < count:  # a Notice: no frame
+                self.notices.append(stop)
+                self.offsets.append(self.offsets[-1])
+                self.writes.append(len(self.heads))
+                self.max_lsn.append(self.max_lsn[-1] if self.max_lsn else 0)
+                k += 1
+            done = stop + 1
+
+    def _writes(self, lsns: list[int], payloads: list[bytes]) -> None:
+        lens = list(map(len, payloads))
+        heads = frames.xlog_heads(lsns, lens)
+        if self.payloads:
+            self.mids.append(self.payloads[-1] + heads[0])
+        self.mids.extend(map(bytes.__add__, payloads, heads[1:]))
+        first = len(self.heads)
+        self.heads.extend(heads)
+        self.payloads.extend(payloads)
+        ends = accumulate(map(_add, lens, repeat(frames.XLOG_FRAME_OVERHEAD)), initial=self.offsets[-1])
+        next(ends)
+        self.offsets.extend(ends)
+        self.writes.extend(range(first + 1, first + 1 + len(lens)))
+        tops = accumulate(lsns, max, initial=self.max_lsn[-1] if self.max_lsn else 0)
+        next(tops)
+        self.max_lsn.extend(tops)
 
     def next_notice(self, i: int) -> int:
         """The first Notice at or after item *i* among those framed (else their count)."""
@@ -206,7 +283,6 @@ class Frames:
         if b - a == 1:
             return self.heads[a] + stamp + self.payloads[a]
         return stamp.join([self.heads[a], *self.mids[a:b - 1], self.payloads[b - 1]])
-
 
 _U = m.UNCHANGED
 _INSERT_HEAD = struct.Struct(">cIcH")
@@ -322,7 +398,7 @@ class _Renderer:
 
     # -- output ----------------------------------------------------------------------------
     def emit(self, lsn: int, msg: m.PgOutputMessage) -> None:
-        self.plan.items.append(Write(lsn, msg, encode(msg)))
+        self.plan.write(lsn, msg, encode(msg))
 
     def load_publications(self) -> None:
         """The first decoded change loads the publications: a missing one is an ERROR
@@ -333,10 +409,10 @@ class _Renderer:
         for name in self.missing:
             if self.persona.missing_publication_is_error:
                 raise _Stop(ServerError("42704", f'publication "{name}" does not exist'))
-            self.plan.items.append(Notice(ServerError(
+            self.plan.notice(ServerError(
                 "55000", f'skipped loading publication "{name}"', severity="WARNING",
                 detail="The publication does not exist at this point in the WAL.",
-                hint="Create the publication if it does not exist.")))
+                hint="Create the publication if it does not exist."))
 
     def sync(self, table: Table) -> RelSync:
         entry = self._syncs.get(table.oid)
@@ -486,7 +562,7 @@ class _Renderer:
                     encoder = self._encoders[table.oid] = _insert_encoder(rel.oid, cols)
                     if not entry.filters.get("insert"):
                         self._inserts[table.oid] = encoder
-                self.plan.items.append(Write(ev.lsn, None, encoder(row), True))
+                self.plan.write(ev.lsn, _LAZY, encoder(row))
             else:
                 self.emit(ev.lsn, m.Insert(xid, rel.oid, self.values(cols, row)))
         elif kind == "update":
@@ -563,12 +639,15 @@ class _Renderer:
 
         if self.persona.sends_empty_transactions:
             begin()
-        items = self.plan.items
+        plan = self.plan
+        lsns, payloads, messages = plan.lsns, plan.payloads, plan.messages
         inserts = self._inserts
         for ev in changes:
             encoder = inserts.get(ev.table.oid) if ev.kind == "insert" and state["begun"] else None  # type: ignore[union-attr]
             if encoder is not None:
-                items.append(Write(ev.lsn, None, encoder(ev.new), True))  # type: ignore[arg-type]
+                lsns.append(ev.lsn)
+                payloads.append(encoder(ev.new))  # type: ignore[arg-type]
+                messages.append(_LAZY)
             else:
                 self.change_messages(ev, None, None, begin)
         if state["begun"]:
@@ -673,7 +752,7 @@ class _Renderer:
                 self.event(ev)
                 yield
         except _Stop as stop:
-            self.plan.items.append(Notice(stop.error))
+            self.plan.notice(stop.error)
 
     def event(self, ev: Any) -> None:
         if isinstance(ev, MessageEvent):
@@ -798,9 +877,9 @@ def _render_raw(history: History, persona: Persona, options: StreamOptions, star
     plan = Plan(end_lsn=max([start_lsn, history.scenario.server.start_lsn, *lsns]))
     recorded = _recorded_options(persona, raw.options)
     if recorded is not None and recorded.decoder_options() != options.decoder_options():
-        plan.items.append(Notice(ServerError(
+        plan.notice(ServerError(
             "01000", "replaying a recorded stream: its options differ from the ones requested", severity="WARNING",
-            detail=f"Recorded with {dict(raw.options)}; requested {options.decoder_options()}.")))
+            detail=f"Recorded with {dict(raw.options)}; requested {options.decoder_options()}."))
     # Skip whole units that ended at or before the start point (a client that confirmed a
     # Commit's position restarts after it).
     skip_until = -1
@@ -813,7 +892,7 @@ def _render_raw(history: History, persona: Persona, options: StreamOptions, star
             unit_start = i + 1
     for i, (p, lsn) in enumerate(zip(raw.payloads, lsns)):
         if i > skip_until:
-            plan.items.append(Write(lsn, None, p))
+            plan.write(lsn, None, p)
     return plan
 
 

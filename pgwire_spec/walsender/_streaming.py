@@ -115,16 +115,16 @@ class _Streaming:
         fires: right after the N-th message of its kind from where it met the stream."""
         if not st.scan:
             return
-        items = st.plan.items
+        payloads = st.plan.payloads
         for index, state in list(st.scan.items()):
             pos, sent, count = state
             f_tag, want = st.scan_tags[index]
-            while pos < len(items):
-                item = items[pos]
+            while pos < len(payloads):
+                payload = payloads[pos]
                 pos += 1
-                if isinstance(item, Write):
+                if payload is not None:  # a Write, not a Notice
                     sent += 1
-                    if item.payload[:1] == f_tag:
+                    if payload[:1] == f_tag:
                         count += 1
                         if count >= want:
                             st.due[index] = sent
@@ -394,7 +394,7 @@ RENDER_AHEAD = 1024
 
 def _at_end(st: _Stream) -> bool:
     """Every item of the plan is rendered and sent."""
-    return st.plan.done and st.index >= len(st.plan.items)
+    return st.plan.done and st.index >= len(st.plan.payloads)
 
 
 class _LogicalStream:

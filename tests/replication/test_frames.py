@@ -29,6 +29,12 @@ def test_xlog_data(start: int, end: int, ts: int, data: bytes) -> None:
     assert len(want) - len(data) == frames.XLOG_FRAME_OVERHEAD
 
 
+@given(st.lists(st.tuples(LSN, st.integers(0, 2**32 - 30))))
+def test_xlog_heads(frames_: list[tuple[int, int]]) -> None:
+    lsns, lens = [f[0] for f in frames_], [f[1] for f in frames_]
+    assert frames.xlog_heads(lsns, lens) == [frames.xlog_head(lsn, lsn, n) for lsn, n in frames_]
+
+
 @given(LSN, TS, st.booleans())
 @example(2**64 - 1, -1, True)
 @example(0, 2**63 - 1, False)
