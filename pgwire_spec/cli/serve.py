@@ -41,6 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     limits.add_argument("--wal-sender-timeout", metavar="SECONDS",
                         help="close a streaming client silent this long, asking for a reply at half of it, "
                         "e.g. 60s (default 0: off)")
+    limits.add_argument("--max-sql-length", type=int, metavar="CHARS",
+                        help="longest plain SQL statement answered; longer: 0A000 (default 1048576)")
+    limits.add_argument("--sql-timeout", metavar="SECONDS",
+                        help="time to answer one long statement (over 64 Ki characters, answered off the event "
+                        "loop); then 57014 (default 60)")
     add_control_arguments(p)
 
 

@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core import Close, Connection, Send, ServerState, SlotState, Wait
+    from .core import Close, Compute, Connection, Send, ServerState, SlotState, Wait
     from .faults import ACTIONS as FAULT_ACTIONS
     from .faults import Fault
     from .personas import PERSONAS, Persona, ServerError, StreamOptions, persona
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 #: .personas) does not pay for the conversation core, and the sans-IO core imports no I/O
 #: module (the asyncio shell is .server).
 _LAZY: dict[str, tuple[str, str]] = {
-    **{n: ("core", n) for n in ("Close", "Connection", "Send", "ServerState", "SlotState", "Wait")},
+    **{n: ("core", n) for n in ("Close", "Compute", "Connection", "Send", "ServerState", "SlotState", "Wait")},
     "FAULT_ACTIONS": ("faults", "ACTIONS"),
     "Fault": ("faults", "Fault"),
     **{n: ("personas", n) for n in ("PERSONAS", "Persona", "ServerError", "StreamOptions", "persona")},
@@ -116,4 +116,5 @@ __all__ = [
     "Send",
     "Wait",
     "Close",
+    "Compute",
 ]

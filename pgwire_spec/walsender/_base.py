@@ -3,6 +3,7 @@ and a running logical stream's state."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..pgoutput.decoder import PgOutputDecoder
@@ -36,6 +37,20 @@ class Close(Action):
 
     reset: bool = False
     crash: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Compute(Action):
+    """Run ``work(cancelled)`` off the event loop (a worker thread) and hand what it returns
+    to ``conn.computed(result)``; then ask for the next action as usual. *work* does no I/O
+    and never raises (an error is its result); ``cancelled()`` turns True once *timeout*
+    seconds have passed (or the connection is gone), and *work* then returns soon, with
+    its own error. The connection reads no more input and hands out nothing else until it
+    got the result (one per connection at a time); other connections go on meanwhile. A
+    shell without threads may run *work* inline (``cancelled`` always False)."""
+
+    work: Callable[[Callable[[], bool]], object]
+    timeout: float
 
 
 

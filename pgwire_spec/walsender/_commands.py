@@ -6,7 +6,8 @@ A mixin of :class:`~pgwire_spec.walsender.core.Connection`; it runs on its state
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandSyntaxError, OptionError
@@ -24,57 +25,125 @@ from ..wire import (
     RowDescription,
 )
 from . import _sql
-from ._base import Close, SlotState
+from ._base import Close, Compute, SlotState
 from ._catalog import type_size
 from ._engine import truncated_identifiers
 from .personas import ServerError
+from .scenario import Limits
 from .stream import CommandSource
 
 if TYPE_CHECKING:
     from .core import ServerState
 
 
+#: Statements longer than this (characters) are parsed and answered off the event loop, in
+#: a worker (the core's Compute action): PostgreSQL's parser through pglast and the SQL
+#: engine's walks over the tree cost ~15 µs per character of a long list (a 50,000-value
+#: IN list ~4 s), which would hold every other connection of the server meanwhile.
+MAX_SQL_INLINE = 1 << 16
+
+#: The longest plain SQL statement the fake answers by default (characters): longer is
+#: refused unread with 0A000 naming the cap. PostgreSQL's own bound is the message's,
+#: 1 GB (MaxAllocSize); the fake's (``Limits.max_sql_length``, ``serve --max-sql-length``)
+#: is lower so that one statement's parse stays bounded in time (``Limits.sql_timeout``).
+MAX_SQL_ANSWERED = Limits().max_sql_length
 
 
+@dataclass(frozen=True, slots=True)
+class _Evaluated:
+    """What a worker hands back for one statement: the identifiers the scanner cut, and
+    the answer or the error."""
 
-#: The longest plain SQL statement the fake answers (characters).
-MAX_SQL_ANSWERED = 1 << 16
+    truncated: tuple[tuple[str, str], ...]
+    answer: Any
+    error: ServerError | None
 
 
 class _Commands:
     server: ServerState
     tx_undo: tuple[Any, ...] | None
     snapshot_after_history: bool | None
+    compute_due: Compute | None
+    close_action: Close | None
+    #: The statements of a simple Query still to run while one is answered off the loop,
+    #: and the publications before it (what its DDL is undone to).
+    statements_left: Iterator[str] | None = None
+    compute_before: tuple[Any, ...] | None = None
 
     # -- queries ---------------------------------------------------------------------------
     def _query(self, sql: str, now: float) -> None:
-        for stmt in _sql.split_statements(sql):
+        self.statements_left = iter(_sql.split_statements(sql))
+        self._run_statements(now)
+
+    def _run_statements(self, now: float) -> None:
+        """Run the Query's statements in order until one's answer is computed off the loop
+        (:meth:`_computed` goes on after it), one starts streaming, or one fails."""
+        assert self.statements_left is not None
+        for stmt in self.statements_left:
             try:
-                if self.tx == "E" and not _sql.ends_transaction(stmt):
-                    raise ServerError("25P02", "current transaction is aborted, commands ignored until end "
-                                               "of transaction block")
-                try:
-                    started = self._statement(stmt, now)
-                except (ServerError, RecursionError):
-                    raise
-                except Exception as exc:  # a bug of ours must not take the connection down
-                    raise ServerError("XX000", f"internal error of the fake walsender: "
-                                               f"{type(exc).__name__}: {exc}") from None
+                started = self._guarded(self._one, stmt, now)
             except ServerError as err:
-                self.send_error(err)
-                self._undo_writes()
-                if self.tx == "T":
-                    self.tx = "E"
-                if err.severity in ("FATAL", "PANIC"):
-                    self.close_action = Close()
+                if self._failed(err):
                     return
                 break
+            if self.compute_due is not None:
+                return
             if started:
+                self.statements_left = None
                 self.tx_undo = None  # what came before in the Query commits
                 return  # START_REPLICATION: ReadyForQuery comes when the stream ends
+        self._end_query()
+
+    def _one(self, stmt: str, now: float) -> bool:
+        if self.tx == "E" and not _sql.ends_transaction(stmt):
+            raise ServerError("25P02", "current transaction is aborted, commands ignored until end "
+                                       "of transaction block")
+        return self._statement(stmt, now)
+
+    @staticmethod
+    def _guarded(run: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return run(*args)
+        except (ServerError, RecursionError):
+            raise
+        except Exception as exc:  # a bug of ours must not take the connection down
+            raise ServerError("XX000", f"internal error of the fake walsender: "
+                                       f"{type(exc).__name__}: {exc}") from None
+
+    def _failed(self, err: ServerError) -> bool:
+        """Report a statement's error; True when it ends the connection (FATAL)."""
+        self.send_error(err)
+        self._undo_writes()
+        if self.tx == "T":
+            self.tx = "E"
+        if err.severity in ("FATAL", "PANIC"):
+            self.statements_left = None
+            self.close_action = Close()
+            return True
+        return False
+
+    def _end_query(self) -> None:
+        self.statements_left = None
         if self.tx == "I":
             self.tx_undo = None  # the Query's implicit transaction commits
         self._ready()
+
+    def _computed(self, result: object, now: float) -> None:
+        """A statement's answer from the worker: sent, then the Query's next statements."""
+        assert isinstance(result, _Evaluated) and self.compute_before is not None
+        self._truncation_notices(result.truncated)
+        before, self.compute_before = self.compute_before, None
+        if self.tx_undo is None and self.server.scenario.publications is not before[0]:
+            self.tx_undo = before
+        try:
+            if result.error is not None:
+                raise result.error
+            self._guarded(self._answer, result.answer)
+        except ServerError as err:
+            if not self._failed(err):
+                self._end_query()
+            return
+        self._run_statements(now)
 
     def _undo_writes(self) -> None:
         """An error or ROLLBACK: the transaction's publication DDL is undone (slots are not
@@ -100,22 +169,56 @@ class _Commands:
                 return self._command(cmd, now)
             if self.replication == "physical":
                 raise ServerError("08P01", "cannot execute SQL commands in WAL sender for physical replication")
-        self._answer(self._evaluate(stmt))
+        if len(stmt) > MAX_SQL_INLINE or self.server.computing:
+            self._compute(stmt)  # a long one; or, while a worker answers another, after it
+        else:
+            self._answer(self._evaluate(stmt))
         return False
+
+    def _compute(self, stmt: str) -> None:
+        """Have the statement answered off the loop (the core hands the shell a Compute)."""
+        self._check_length(stmt)
+        self.compute_before = self.server.publication_state()
+        timeout = self.server.limits.sql_timeout
+        in_transaction = self.tx != "I"
+
+        def work(cancelled: Callable[[], bool]) -> _Evaluated:
+            def checkpoint() -> None:
+                if cancelled():
+                    raise ServerError("57014", "canceling statement due to statement timeout",
+                                      detail=f"The fake walsender answers a statement within {timeout:g} s "
+                                             f"(sql_timeout).")
+            truncated: tuple[tuple[str, str], ...] = ()
+            try:
+                checkpoint()
+                truncated = tuple(truncated_identifiers(stmt))
+                checkpoint()
+                answer = self._guarded(self._answer_of, stmt, in_transaction, checkpoint)
+                return _Evaluated(truncated, answer, None)
+            except ServerError as err:
+                return _Evaluated(truncated, None, err)
+            except RecursionError:
+                return _Evaluated(truncated, None, ServerError("54001", "stack depth limit exceeded"))
+
+        self.compute_due = Compute(work, timeout)
 
     def _evaluate(self, stmt: str) -> Any:
         """The answer to one SQL statement (a simple query's, or a bound extended one's)."""
-        self._check_length(stmt)
+        self._check_length(stmt, MAX_SQL_INLINE)
         self._truncation_notices(truncated_identifiers(stmt))
         before = self.server.publication_state()
         try:
-            return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, self.tx != "I",
-                               self.server.limits)
-        except _sql.NotAnswered:
-            return self.server.sql.execute(self, stmt)  # type: ignore[arg-type]
+            return self._answer_of(stmt, self.tx != "I")
         finally:
             if self.tx_undo is None and self.server.scenario.publications is not before[0]:
                 self.tx_undo = before
+
+    def _answer_of(self, stmt: str, in_transaction: bool, checkpoint: Callable[[], None] | None = None) -> Any:
+        try:
+            return _sql.answer(self.server.scenario, self.server.persona, self.server.version, stmt, in_transaction,
+                               self.server.limits)
+        except _sql.NotAnswered:
+            return self.server.sql.execute(self, stmt, checkpoint=checkpoint)  # type: ignore[arg-type]
 
     def _truncation_notices(self, truncated: Sequence[tuple[str, str]]) -> None:
         """The scanner's NOTICE for each identifier it cut (scansup.c truncate_identifier)."""
@@ -123,14 +226,15 @@ class _Commands:
             self.send_error(ServerError("42622", f'identifier "{name}" will be truncated to "{cut}"',
                                         severity="NOTICE"))
 
-    @staticmethod
-    def _check_length(stmt: str) -> None:
-        if len(stmt) > MAX_SQL_ANSWERED:
-            # The SQL the fake answers (what replication clients and subscribers send) is
-            # short; a longer statement is refused unread, so it cannot hold the loop.
+    def _check_length(self, stmt: str, cap: int | None = None) -> None:
+        limit = self.server.limits.max_sql_length if cap is None else min(cap, self.server.limits.max_sql_length)
+        if len(stmt) > limit:
+            # Refused unread: a longer statement's parse would be unbounded in time.
+            where = "" if cap is None or limit < cap else " in the extended query protocol"
             raise ServerError("0A000", "the fake walsender does not answer this statement",
                               detail=f"A statement of {len(stmt):,} characters (it answers at most "
-                                     f"{MAX_SQL_ANSWERED:,}): {stmt[:100]}…")
+                                     f"{limit:,}{where}): {stmt[:100]}…",
+                              hint=None if cap is None or limit < cap else "Send it as a simple Query.")
 
     def _answer(self, ans: Any) -> None:
         if isinstance(ans, _sql.Empty):

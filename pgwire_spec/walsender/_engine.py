@@ -158,6 +158,10 @@ def truncated_identifiers(sql: str) -> list[tuple[str, str]]:
     return out
 
 
+def _no_checkpoint() -> None:
+    pass
+
+
 def unsupported(sql: str) -> ServerError:
     """The 0A000 for a statement outside the surface, naming it."""
     words = re.findall(r"[A-Za-z_]+", sql.strip())[:2]
@@ -500,11 +504,14 @@ class SqlEngine:
         server = self.server
         slots = [SlotRow(s.name, s.plugin, s.kind, s.database, s.temporary, server.slot_user(s),
                          s.restart_lsn, s.confirmed_flush if s.kind == "logical" else None, s.two_phase,
-                         s.failover, s.invalidated, s.inactive_since) for s in server.slots.values()]
-        users = [c.user for c in server.connections.values() if c.user]
+                         s.failover, s.invalidated, s.inactive_since) for s in list(server.slots.values())]
+        # Copies first (list() of a dict is one step): a worker may run this while the loop
+        # adds a connection or a slot.
+        connections = list(server.connections.values())
+        users = [c.user for c in connections if c.user]
         walsenders = [WalSenderRow(c.pid, c.user, c.params.get("application_name"), c.peer, c.stream.wal_end,
                                    *c.positions)
-                      for c in server.connections.values() if c.stream is not None]
+                      for c in connections if c.stream is not None]
         rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users, walsenders,
                             settings_rows(server.scenario.server, server.version, server.limits))
         gpt: list[tuple[Any, ...]] = []
@@ -588,18 +595,26 @@ class SqlEngine:
         return {11: "pg_catalog", 2200: "public"}.get(oid, str(oid))
 
     # -- statements -------------------------------------------------------------------------
-    def execute(self, conn: Connection, sql: str, params: Sequence[str | None] = ()) -> Answer:
+    def execute(self, conn: Connection, sql: str, params: Sequence[str | None] = (),
+                checkpoint: Callable[[], None] | None = None) -> Answer:
         """The answer to one statement; *params* are the text values of ``$1``, ``$2`` …
-        (the extended protocol's Bind), substituted as literals of unknown type."""
+        (the extended protocol's Bind), substituted as literals of unknown type.
+        *checkpoint* is called between the steps (parse, rewrite, run): a worker's way to
+        stop a statement past its time (it raises)."""
+        check = checkpoint or _no_checkpoint
         try:
             parsed = parse_sql(sql)
         except ParseError as exc:
             raise ServerError("42601", str(exc.args[0]) if exc.args else "syntax error") from None
         if len(parsed) != 1:
             raise unsupported(sql)
-        stmt = _Params(params)(parsed[0].stmt)
+        check()
+        stmt = parsed[0].stmt
+        if params or "$" in sql:  # a walk over the whole tree: only when it can find a $n
+            stmt = _Params(params)(stmt)
+            check()
         if isinstance(stmt, ast.SelectStmt):
-            return self._select(conn, stmt)
+            return self._select(conn, stmt, check)
         if isinstance(stmt, ast.CreatePublicationStmt):
             return self._create_publication(stmt)
         if isinstance(stmt, ast.AlterPublicationStmt):
@@ -649,6 +664,7 @@ class SqlEngine:
         """``FOR TABLE …`` (with column lists and row filters, 15+) and ``FOR TABLES IN
         SCHEMA …`` (15+)."""
         tables: list[PublishedTable] = []
+        listed: dict[str, PublishedTable] = {}
         schemas: list[str] = []
         for spec in specs or ():
             kind = spec.pubobjtype
@@ -659,6 +675,15 @@ class SqlEngine:
                                       else 'syntax error at or near "WHERE"')
                 rel = pt.relation
                 t = self._find_table(rel.schemaname, rel.relname)
+                # "foo, foo" is one entry, unless a row filter or a column list is among them
+                # (publicationcmds.c OpenTableList).
+                first = listed.get(t.qualified_name)
+                if first is not None:
+                    if pt.whereClause is not None or first.where is not None:
+                        raise ServerError("42710", f'conflicting or redundant WHERE clauses for table "{t.name}"')
+                    if pt.columns or first.columns is not None:
+                        raise ServerError("42710", f'conflicting or redundant column lists for table "{t.name}"')
+                    continue
                 columns = None
                 if pt.columns:
                     columns = tuple(_names(pt.columns))
@@ -672,9 +697,8 @@ class SqlEngine:
                     except ExpressionError as exc:
                         raise ServerError("0A000", "the fake walsender cannot evaluate this row filter",
                                           detail=str(exc)) from None
-                if any(x.table == t.qualified_name for x in tables):
-                    raise ServerError("42710", f'relation "{t.name}" is already member of publication')
-                tables.append(PublishedTable(t.qualified_name, columns, where))
+                listed[t.qualified_name] = PublishedTable(t.qualified_name, columns, where)
+                tables.append(listed[t.qualified_name])
             elif kind in (PublicationObjSpecType.PUBLICATIONOBJ_TABLES_IN_SCHEMA,
                           PublicationObjSpecType.PUBLICATIONOBJ_TABLES_IN_CUR_SCHEMA):
                 if "schemas" not in majors.major(self.major).publication_options:
@@ -771,7 +795,7 @@ class SqlEngine:
         return Command("ALTER PUBLICATION")
 
     # -- SELECT ----------------------------------------------------------------------------
-    def _select(self, conn: Connection, stmt: ast.SelectStmt) -> Answer:
+    def _select(self, conn: Connection, stmt: ast.SelectStmt, check: Callable[[], None] = _no_checkpoint) -> Answer:
         if stmt.intoClause is not None or stmt.lockingClause:
             raise unsupported(RawStream()(stmt))
         columns = self._result_columns(stmt)
@@ -779,11 +803,13 @@ class SqlEngine:
         self._refresh()
         self._pid = conn.pid
         rewriter = _Rewriter(self, conn)
-        rewritten = rewriter(stmt)
-        sql = RawStream()(rewritten)
         db = self._open()
         try:
             try:
+                rewritten = rewriter(stmt)
+                check()
+                sql = RawStream()(rewritten)
+                check()
                 cursor = db.execute(sql)
                 rows = cursor.fetchall()
                 description = cursor.description

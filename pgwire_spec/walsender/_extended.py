@@ -52,6 +52,7 @@ from ..wire import (
 from ..wire import Close as CloseMessage
 from . import _sql
 from ._catalog import type_size
+from ._commands import MAX_SQL_INLINE
 from ._engine import (
     bind_parameters,
     parameter_types,
@@ -203,7 +204,7 @@ class _Extended:
         if msg.statement and msg.statement in self.statements:
             raise ServerError("42P05", f'prepared statement "{msg.statement}" already exists')
         self._check_aborted(msg.sql)
-        self._check_length(msg.sql)
+        self._check_length(msg.sql, MAX_SQL_INLINE)  # parsed here, on the loop: the short ones only
         stmt = parse_one(msg.sql)
         major = self.server.persona.major
         types = parameter_types(stmt, msg.parameter_types, major)

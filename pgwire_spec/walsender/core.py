@@ -5,6 +5,7 @@ The I/O shell (:mod:`.server`) drives a connection with two calls::
 
     conn.receive_data(data)          # bytes from the socket; b"" when the client closed
     action = conn.next_action(now)   # Send(bytes) | Wait(deadline) | Close(reset, crash)
+                                     # | Compute(work, timeout): conn.computed(work(cancelled))
 
 ``next_action`` handles every buffered client message, then produces output. While a
 replication stream runs it hands out at most :data:`CHUNK` bytes per Send, so the shell's
@@ -57,7 +58,7 @@ from ..wire import (
 )
 from ..wire.reader import NeedData
 from ._auth import Authenticator, SecretCache
-from ._base import CHUNK, Action, Close, Send, SlotState, Wait, _Stream
+from ._base import CHUNK, Action, Close, Compute, Send, SlotState, Wait, _Stream
 from ._commands import _Commands
 from ._engine import SqlEngine
 from ._extended import EXTENDED_MESSAGES, _Extended, _Portal
@@ -73,7 +74,8 @@ from .scenario import Limits, Scenario, Table
 from .stream import Stream
 from .transcript import Entry, Transcript
 
-__all__ = ["ServerState", "Connection", "ConnectionStatus", "SlotState", "Send", "Wait", "Close", "Action", "CHUNK"]
+__all__ = ["ServerState", "Connection", "ConnectionStatus", "SlotState", "Send", "Wait", "Close", "Compute", "Action",
+           "CHUNK"]
 
 #: The shell stops reading a client that has this many unconsumed bytes buffered (and a
 #: whole message among them).
@@ -246,6 +248,10 @@ class ServerState:
         for pub in scenario.publications:
             self.publication_oids[pub.name] = self.next_oid()
         self._sql: SqlEngine | None = None
+        #: The connections whose statement a worker answers now (Compute): while any does,
+        #: every other statement for the SQL engine goes to the worker too, after it, so the
+        #: engine is used by one thread at a time. A set: the worker removes its own.
+        self.computing: set[int] = set()
         self.connections: dict[int, Connection] = {}
         self.count = 0
         self.down_until = -1.0
@@ -576,6 +582,14 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         self.statements: dict[str, _PreparedStatement] = {}
         self.portals: dict[str, _Portal] = {}
         self.skip_till_sync = False
+        #: A statement's answer to be computed off the loop (not yet handed to the shell);
+        #: whether the shell is computing one; its result once handed back (in a tuple).
+        self.compute_due: Compute | None = None
+        self.computing = False
+        self.computed_result: tuple[object] | None = None
+        #: An extended-protocol message held while a worker answers another connection's
+        #: statement (it may run SQL; see ServerState.computing).
+        self.held: Any = None
         self._record(event="connected")
 
     def status(self) -> ConnectionStatus:
@@ -631,6 +645,12 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         except ValueError:
             pass
 
+    def computed(self, result: object) -> None:
+        """What the :class:`Compute` action's work returned: the connection goes on with it
+        at the next ``next_action``."""
+        self.computing = False
+        self.computed_result = (result,)
+
     def wants_input(self) -> bool:
         """Should the shell read more from the client? Only while little is buffered or the
         next message is still incomplete: a client that sends faster than the connection
@@ -668,6 +688,18 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
             if self.eof:
                 return self._gone()
             return Wait(now + DROP_WAIT_POLL)  # nothing tells this connection; look again soon
+        if self.computing:
+            return Wait(None)  # the shell hands the result to computed() first
+        if self.computed_result is not None:
+            (result,), self.computed_result = self.computed_result, None
+            self._computed(result, now)
+        if self.held is not None:
+            if self.server.computing:
+                if self.eof:
+                    return self._gone()
+                return Wait(now + DROP_WAIT_POLL)  # nothing tells this connection; look again soon
+            held, self.held = self.held, None
+            self._act_extended(held, now)
         self._handle_input(now)
         if self.out:
             return self._flush()
@@ -675,13 +707,29 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
             return self.next_action(now)
         if self.eof and self.phase != "closed":
             return self._gone()
+        if self.compute_due is not None:
+            return self._hand_out(self.compute_due)
         if self.phase == "streaming" and self.delegate is not None:
             return self.delegate.produce(now)
         if self.phase in ("startup", "auth"):
             return Wait(self.auth_deadline)
-        if self.drop_waiting is not None:
+        if self.drop_waiting is not None or self.held is not None:
             return Wait(now + DROP_WAIT_POLL)
         return Wait(None)
+
+    def _hand_out(self, due: Compute) -> Compute:
+        self.compute_due = None
+        self.computing = True
+        server, conn_id = self.server, self.id
+        server.computing.add(conn_id)
+
+        def work(cancelled: Callable[[], bool]) -> object:
+            try:
+                return due.work(cancelled)
+            finally:
+                server.computing.discard(conn_id)
+
+        return Compute(work, due.timeout)
 
     def _gone(self) -> Action:
         self.phase = "closed"
@@ -697,7 +745,8 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
 
     # -- input -----------------------------------------------------------------------------
     def _handle_input(self, now: float) -> None:
-        while self.close_action is None and self.phase not in ("closing", "closed"):
+        while (self.close_action is None and self.phase not in ("closing", "closed") and self.compute_due is None
+               and self.held is None):
             try:
                 ev = self.reader.next_event()
             except DecodeError as err:
@@ -761,6 +810,9 @@ class Connection(_Startup, _Commands, _Extended, _Streaming):
         self._query(msg.sql, now)
 
     def _act_extended(self, msg: Any, now: float) -> None:
+        if self.server.computing:
+            self.held = msg
+            return
         self._extended(msg, now)
 
     def _act_terminate(self, msg: Any, now: float) -> None:

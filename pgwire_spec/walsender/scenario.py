@@ -124,6 +124,15 @@ class Limits:
     #: the log only). PostgreSQL's default, 60 s (guc_tables.c); 0 turns it off, as in
     #: PostgreSQL.
     wal_sender_timeout: float = 60.0
+    #: Longest plain SQL statement answered (characters); longer: 0A000 naming this cap.
+    #: PostgreSQL's own bound is the message's (1 GB); the fake's is lower because its
+    #: parse costs ~15 µs per character of a long list (pglast builds a Python tree). A
+    #: statement over 64 Ki characters is parsed and answered off the event loop.
+    max_sql_length: int = 1 << 20
+    #: Seconds one statement answered off the event loop may take; then 57014 "canceling
+    #: statement due to statement timeout" (as statement_timeout ends one, postgres.c
+    #: ProcessInterrupts).
+    sql_timeout: float = 60.0
 
 
 #: Each limit: the bounds a scenario or the command line may set it to.
@@ -134,13 +143,15 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "max_auth_message_length": (5, (1 << 30) - 1),
     "max_message_length": (5, (1 << 30) - 1),
     "wal_sender_timeout": (0.0, 86400.0),
+    "max_sql_length": (1, 16 << 20),
+    "sql_timeout": (0.001, 3600.0),
 }
 
 
 def limit_value(path: str, name: str, value: Any) -> float | int:
     """A limit's value, checked against :data:`LIMIT_RANGES`."""
     low, high = LIMIT_RANGES[name]
-    is_int = name not in ("authentication_timeout", "wal_sender_timeout")
+    is_int = name not in ("authentication_timeout", "wal_sender_timeout", "sql_timeout")
     if isinstance(value, str) and not is_int:
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min)?\s*", value)
         if m:

@@ -11,7 +11,8 @@
 Binds 127.0.0.1 on a free port unless told otherwise. Each connection is one task: it
 feeds the core what the socket reads and writes what the core produces, waiting for the
 socket to drain before asking for more (a slow consumer slows the producer down; nothing
-piles up in memory).
+piles up in memory). A long SQL statement's answer (the core's Compute) is computed by one
+worker thread per server, so the loop goes on serving the other connections meanwhile.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import struct
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .core import Close, Connection, Send, ServerState, Wait
+from .core import Close, Compute, Connection, Send, ServerState, Wait
 from .faults import Fault
 from .scenario import Limits, Scenario, load_scenario
 from .transcript import Transcript
@@ -75,6 +77,8 @@ class FakeWalsender:
         #: connection id -> the event that wakes its task (a fault added at run time acts
         #: on the next message, also while the connection waits)
         self._wakes: dict[int, asyncio.Event] = {}
+        #: The worker answering long statements (Compute), one at a time, in order.
+        self._worker: ThreadPoolExecutor | None = None
         self.host = host
         self.port = port
 
@@ -156,6 +160,9 @@ class FakeWalsender:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if server is not None:
             await server.wait_closed()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)
         if self.state.transcript is not None:
             self.state.transcript.close()
 
@@ -269,6 +276,8 @@ class FakeWalsender:
                                 await asyncio.wait_for(wake.wait(), timeout)
                             except TimeoutError:
                                 pass
+                elif isinstance(action, Compute):
+                    conn.computed(await self._compute(action))
                 elif isinstance(action, Close):
                     if action.crash:
                         self.crash()
@@ -284,6 +293,23 @@ class FakeWalsender:
         finally:
             self._wakes.pop(conn.id, None)
             pumper.cancel()
+
+
+    async def _compute(self, action: Compute) -> object:
+        """Run a Compute's work on the worker thread; past its timeout (or when the
+        connection's task is cancelled) tell it to stop, and wait until it did."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fake-walsender-sql")
+        cancel = threading.Event()
+        done = asyncio.get_running_loop().run_in_executor(self._worker, action.work, cancel.is_set)
+        try:
+            return await asyncio.wait_for(asyncio.shield(done), action.timeout)
+        except TimeoutError:
+            cancel.set()
+            return await done
+        except asyncio.CancelledError:
+            cancel.set()  # the connection is gone: the work stops at its next checkpoint
+            raise
 
 
 def conninfo_value(value: str) -> str:

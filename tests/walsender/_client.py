@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pgwire_spec.replication.messages import StandbyStatusUpdate, decode_copy_data, encode_copy_data
-from pgwire_spec.walsender import Close, Send, ServerState, Wait
+from pgwire_spec.walsender import Close, Compute, Send, ServerState, Wait
 from pgwire_spec.wire import (
     PROTOCOL_3_0,
     BackendReader,
@@ -40,6 +40,7 @@ class Client:
         self.clock = clock
         self.closed: Close | None = None
         self.waits: list[Wait] = []
+        self.computes: list[Compute] = []
         self.raw = b""
 
     def send(self, *messages: Any) -> None:
@@ -62,6 +63,10 @@ class Client:
             elif isinstance(action, Wait):
                 self.waits.append(action)
                 return out
+            elif isinstance(action, Compute):
+                # Run inline, as a shell without threads may; ``computes`` counts them.
+                self.computes.append(action)
+                self.conn.computed(action.work(lambda: self.timed_out))
             else:
                 assert isinstance(action, Close)
                 self.closed = action
@@ -69,6 +74,8 @@ class Client:
         raise AssertionError("the connection never waited")
 
     expect_byte_answer = False
+    #: What a Compute's work is told when it asks whether its time is up.
+    timed_out = False
 
     def startup(self, user: str = "postgres", *, replication: str | None = "database", database: str = "postgres",
                 password: str | None = None, protocol: int = PROTOCOL_3_0, **params: str) -> list[Any]:

@@ -1,13 +1,14 @@
 """The SQL surface against real PostgreSQL: the catalog queries clients send answered by the
 fake as by a real 15 and 16 with the same tables and publications (the test runs all three);
 the Go client's demo flow over a socket, on the fake and on a real 15; a client creating its
-publication and slot by SQL, then pg_recvlogical streaming the scenario."""
+publication and slot by SQL, then pg_recvlogical streaming the scenario; statements over
+64 Ki characters answered as a real 15 answers them."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -141,7 +142,15 @@ QUERIES = [
 
 
 def _answers(dsn: str, setup: list[str]) -> list[Any]:
-    """Each query's column names, type OIDs and rows (text), over psycopg2 (simple protocol)."""
+    """The answers to QUERIES after *setup*; what the setup made is dropped after."""
+    return _outcomes(dsn, QUERIES, setup, ["SELECT pg_drop_replication_slot('cmp_slot')",
+                                          *(f"DROP PUBLICATION {pub}" for pub in ("cmp_all", "cmp_cols", "cmp_ins"))])
+
+
+def _outcomes(dsn: str, statements: Sequence[str], setup: Sequence[str] = (), cleanup: Sequence[str] = ()) -> list[Any]:
+    """Each statement's command tag, column names, type OIDs and sizes and rows (text), or
+    its SQLSTATE and message, over psycopg2 (simple protocol), after *setup*, before
+    *cleanup*."""
     import psycopg2
 
     out: list[Any] = []
@@ -151,14 +160,17 @@ def _answers(dsn: str, setup: list[str]) -> list[Any]:
         with conn.cursor() as cur:
             for sql in setup:
                 cur.execute(sql)
-            for sql in QUERIES:
-                cur.execute(sql)
+            for sql in statements:
+                try:
+                    cur.execute(sql)
+                except psycopg2.Error as exc:
+                    out.append((sql, "error", exc.pgcode, exc.diag.message_primary))
+                    continue
                 columns = [(d.name, d.type_code, d.internal_size) for d in cur.description or ()]
-                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()]
-                out.append((sql, columns, rows))
-            cur.execute("SELECT pg_drop_replication_slot('cmp_slot')")
-            for pub in ("cmp_all", "cmp_cols", "cmp_ins"):
-                cur.execute(f"DROP PUBLICATION {pub}")
+                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()] if columns else []
+                out.append((sql, cur.statusmessage, columns, rows))
+            for sql in cleanup:
+                cur.execute(sql)
     finally:
         conn.close()
     return out
@@ -200,10 +212,8 @@ def test_catalog_queries_answer_as_a_real_server(pg_server: Callable[..., Server
                                                  major: int) -> None:
     real = _answers(_real(pg_server, major).dsn, DDL)
     ours = _answers(fake(major).dsn, DDL)
-    differ = [(sql, real_cols, real_rows, our_cols, our_rows)
-              for (sql, real_cols, real_rows), (_, our_cols, our_rows) in zip(real, ours, strict=True)
-              if (real_cols, real_rows) != (our_cols, our_rows)]
-    assert not differ, "\n\n".join(f"{d[0]}\n  real: {d[1]} {d[2]}\n  fake: {d[3]} {d[4]}" for d in differ)
+    differ = [(r, o) for r, o in zip(real, ours, strict=True) if r != o]
+    assert not differ, "\n\n".join(f"{r[0]}\n  real: {r[1:]}\n  fake: {o[1:]}" for r, o in differ)
 
 
 # ------------------------------------------------------------------------------------------
@@ -389,3 +399,41 @@ def test_pg_stat_replication_shows_the_streaming_walsender_as_a_real_server(
     # pg_recvlogical reports no replay position (0): NULL, so is the comparison
     assert real[1] == [("pg_recvlogical", "streaming", "async", "0", "True", "True", "True", None)]
     assert ours == real
+
+
+# ------------------------------------------------------------------------------------------
+# Statements over 64 Ki characters (answered off the fake's event loop)
+# ------------------------------------------------------------------------------------------
+
+
+def _long_statements() -> list[str]:
+    nowhere = "".join(f", {3_000_000_000 + i}" for i in range(50_000))  # OIDs no catalog holds
+    names = "".join(f", 'no_such_{i:05}'" for i in range(10_000))
+    listed = ", public.accounts" * 5_000
+    return [
+        f"SELECT t.oid, t.typname, t.typlen FROM pg_type t WHERE t.oid IN (16, 20, 23, 25, 1043{nowhere}) "
+        "ORDER BY t.oid",
+        "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE n.nspname = 'public' AND c.relname IN ('accounts', 'events'{names}) ORDER BY 1",
+        f"CREATE PUBLICATION cmp_long FOR TABLE public.events{listed}",
+        "SELECT pubname, schemaname, tablename FROM pg_publication_tables WHERE pubname = 'cmp_long' ORDER BY 3",
+        f"CREATE PUBLICATION cmp_cols_twice FOR TABLE public.accounts (id){listed}",
+        f"CREATE PUBLICATION cmp_missing FOR TABLE public.events{listed}, public.no_such_table",
+        f"SELECT count(*) FROM pg_type WHERE oid IN (23{nowhere}) AND AND",
+        "DROP PUBLICATION cmp_long",
+    ]
+
+
+def test_statements_over_64_kib_answered_as_a_real_15(pg_server: Callable[..., Server], fake: Any) -> None:  # noqa: F811
+    statements = _long_statements()
+    assert all(len(s) > 1 << 16 for s in statements if "FOR TABLE" in s or " IN (" in s)
+    real_dsn = _real(pg_server, 15).dsn
+    try:
+        real = _outcomes(real_dsn, statements)
+    finally:
+        _outcomes(real_dsn, ["DROP PUBLICATION IF EXISTS cmp_long"])  # the server is shared by the session
+    ours = _outcomes(fake(15).dsn, statements)
+    assert [r[1] for r in real] == ["SELECT 5", "SELECT 2", "CREATE PUBLICATION", "SELECT 2", "error", "error",
+                                    "error", "DROP PUBLICATION"]
+    differ = [(r, o) for r, o in zip(real, ours, strict=True) if r != o]
+    assert not differ, "\n\n".join(f"{r[0][:80]}…\n  real: {r[1:]}\n  fake: {o[1:]}" for r, o in differ)
