@@ -24,7 +24,7 @@ from ._relsync import publication_tables
 from .scenario import Scenario, Table
 from .types import ColumnType
 
-__all__ = ["CatalogColumn", "CATALOG", "SlotRow", "WalSenderRow", "catalog_rows", "columns_of", "format_type", "type_size", "TYPE_OIDS",
+__all__ = ["CatalogColumn", "CATALOG", "catalog_relation", "engine_table", "SlotRow", "WalSenderRow", "catalog_rows", "columns_of", "format_type", "type_size", "TYPE_OIDS",
            "DATABASE_OID", "PUBLIC_OID", "PG_CATALOG_OID"]
 
 #: OIDs of the result types the catalog uses (pg_type.dat).
@@ -50,6 +50,9 @@ class CatalogColumn:
     #: First major with the column, and the first without it (None: still there).
     since: int = 10
     until: int | None = None
+    #: The type modifier a RowDescription reports (information_schema's yes_or_no is
+    #: varchar(3)); -1: none.
+    typmod: int = -1
 
     def exists(self, major: int) -> bool:
         return self.since <= major and (self.until is None or major < self.until)
@@ -66,7 +69,31 @@ def _cols(*specs: str | tuple[str, str, int] | tuple[str, str, int, int]) -> tup
     return tuple(out)
 
 
-#: The catalog relations answered, their columns in the server's order.
+#: information_schema's domains (information_schema.sql), as the base types a
+#: RowDescription names: sql_identifier is ``name`` from 12, ``varchar`` before;
+#: yes_or_no is varchar(3), typmod 7.
+_DOMAINS = {"cardinal_number": "int4", "character_data": "varchar", "yes_or_no": "varchar"}
+
+
+def _info(*specs: str | tuple[str, str, int]) -> tuple[CatalogColumn, ...]:
+    """An information_schema view's columns, typed by their domains."""
+    out = []
+    for spec in specs:
+        name, domain, since = (*spec.split(":"), 10) if isinstance(spec, str) else spec
+        if domain == "sql_identifier":
+            out += [CatalogColumn(name, "varchar", since, 12), CatalogColumn(name, "name", max(since, 12))]
+        else:
+            out.append(CatalogColumn(name, _DOMAINS[domain], int(since), typmod=7 if domain == "yes_or_no" else -1))
+    return tuple(out)
+
+
+_ID, _CHAR, _YES, _NUM = "sql_identifier", "character_data", "yes_or_no", "cardinal_number"
+#: The columns naming a constraint and its table (table_constraints, key_column_usage).
+_CONSTRAINT = tuple(f"{name}:{_ID}" for name in ("constraint_catalog", "constraint_schema", "constraint_name",
+                                                  "table_catalog", "table_schema", "table_name"))
+
+#: The catalog relations answered, their columns in the server's order; information_schema's
+#: views under their qualified names.
 CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
     "pg_namespace": _cols("oid:oid", "nspname:name", "nspowner:oid"),
     "pg_class": _cols(
@@ -132,6 +159,31 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
         "sent_lsn:pg_lsn", "write_lsn:pg_lsn", "flush_lsn:pg_lsn", "replay_lsn:pg_lsn", "write_lag:interval",
         "flush_lag:interval", "replay_lag:interval", "sync_priority:int4", "sync_state:text",
         ("reply_time", "timestamptz", 12)),
+    # information_schema (information_schema.sql of each major): the scenario's tables only.
+    "information_schema.tables": _info(
+        f"table_catalog:{_ID}", f"table_schema:{_ID}", f"table_name:{_ID}", f"table_type:{_CHAR}",
+        f"self_referencing_column_name:{_ID}", f"reference_generation:{_CHAR}", f"user_defined_type_catalog:{_ID}",
+        f"user_defined_type_schema:{_ID}", f"user_defined_type_name:{_ID}", f"is_insertable_into:{_YES}",
+        f"is_typed:{_YES}", f"commit_action:{_CHAR}"),
+    "information_schema.columns": _info(
+        f"table_catalog:{_ID}", f"table_schema:{_ID}", f"table_name:{_ID}", f"column_name:{_ID}",
+        f"ordinal_position:{_NUM}", f"column_default:{_CHAR}", f"is_nullable:{_YES}", f"data_type:{_CHAR}",
+        f"character_maximum_length:{_NUM}", f"character_octet_length:{_NUM}", f"numeric_precision:{_NUM}",
+        f"numeric_precision_radix:{_NUM}", f"numeric_scale:{_NUM}", f"datetime_precision:{_NUM}",
+        f"interval_type:{_CHAR}", f"interval_precision:{_NUM}", f"character_set_catalog:{_ID}",
+        f"character_set_schema:{_ID}", f"character_set_name:{_ID}", f"collation_catalog:{_ID}",
+        f"collation_schema:{_ID}", f"collation_name:{_ID}", f"domain_catalog:{_ID}", f"domain_schema:{_ID}",
+        f"domain_name:{_ID}", f"udt_catalog:{_ID}", f"udt_schema:{_ID}", f"udt_name:{_ID}", f"scope_catalog:{_ID}",
+        f"scope_schema:{_ID}", f"scope_name:{_ID}", f"maximum_cardinality:{_NUM}", f"dtd_identifier:{_ID}",
+        f"is_self_referencing:{_YES}", f"is_identity:{_YES}", f"identity_generation:{_CHAR}",
+        f"identity_start:{_CHAR}", f"identity_increment:{_CHAR}", f"identity_maximum:{_CHAR}",
+        f"identity_minimum:{_CHAR}", f"identity_cycle:{_YES}", f"is_generated:{_CHAR}",
+        f"generation_expression:{_CHAR}", f"is_updatable:{_YES}"),
+    "information_schema.table_constraints": _info(
+        *_CONSTRAINT, f"constraint_type:{_CHAR}", f"is_deferrable:{_YES}", f"initially_deferred:{_YES}",
+        ("enforced", _YES, 11), ("nulls_distinct", _YES, 15)),
+    "information_schema.key_column_usage": _info(
+        *_CONSTRAINT, f"column_name:{_ID}", f"ordinal_position:{_NUM}", f"position_in_unique_constraint:{_NUM}"),
 }
 
 #: pg_get_publication_tables(): one text argument returning (relid, attrs, qual) in 15,
@@ -142,6 +194,22 @@ PUBLICATION_TABLES_FUNCTION = _cols(
 
 def columns_of(relation: str, major: int) -> tuple[CatalogColumn, ...]:
     return tuple(c for c in CATALOG[relation] if c.exists(major))
+
+
+def catalog_relation(schema: str | None, name: str) -> str | None:
+    """The :data:`CATALOG` key of a relation a query names, or None: pg_catalog's by name
+    (the search path starts with pg_catalog), information_schema's qualified only."""
+    if schema == "information_schema":
+        key = f"information_schema.{name}"
+        return key if key in CATALOG else None
+    if schema in (None, "pg_catalog") and name in CATALOG:
+        return name
+    return None
+
+
+def engine_table(relation: str) -> str:
+    """The SQL engine's table holding a :data:`CATALOG` relation (a name without a dot)."""
+    return relation.replace(".", "__")
 
 
 # ------------------------------------------------------------------------------------------
@@ -295,7 +363,7 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
         if has_key:
             idx = _index_oid(t)
             keys = [i + 1 for i, c in enumerate(t.columns) if c.key]
-            rows["pg_class"].append(_pg_class(idx, f"{t.name}_pkey", namespaces[t.schema], "i", len(keys),
+            rows["pg_class"].append(_pg_class(idx, _pkey_name(t), namespaces[t.schema], "i", len(keys),
                                               "n", False))
             rows["pg_index"].append({
                 "indexrelid": idx, "indrelid": t.oid, "indnatts": len(keys), "indnkeyatts": len(keys),
@@ -303,6 +371,8 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
                 "indisexclusion": False, "indimmediate": True, "indisclustered": False, "indisvalid": True,
                 "indcheckxmin": False, "indisready": True, "indislive": True,
                 "indisreplident": t.replica_identity == "i", "indkey": keys})
+
+    _information_schema(rows, scenario, major, namespaces)
 
     for name, (oid, array_oid) in BUILTIN_TYPES.items():
         rows["pg_type"].append(_pg_type(oid, name, _FIXED.get(name, -1), name in _BYVAL, "b",
@@ -380,6 +450,94 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
 
     return {name: [tuple(r.get(c.name) for c in columns_of(name, major)) for r in rs]
             for name, rs in rows.items()}
+
+
+def _pkey_name(t: Table) -> str:
+    """The primary key's name (index.c ChooseRelationName: ``<table>_pkey``)."""
+    return f"{t.name}_pkey"
+
+
+#: pg_encoding_max_length (wchar.c pg_wchar_table): the bytes of a character, by encoding;
+#: the single-byte encodings (LATIN1, WIN1252 …) are 1.
+_ENCODING_MAX_LENGTH = {"UTF8": 4, "EUC_JP": 3, "EUC_CN": 3, "EUC_KR": 3, "EUC_TW": 4, "EUC_JIS_2004": 3,
+                        "MULE_INTERNAL": 4, "JOHAB": 3, "SJIS": 2, "SHIFT_JIS_2004": 2, "BIG5": 2, "GBK": 2,
+                        "UHC": 2, "GB18030": 4}
+
+
+def _column_facts(ct: ColumnType, encoding: str) -> dict[str, Any]:
+    """information_schema.columns' type columns of a column (information_schema.sql:
+    data_type, _pg_char_max_length, _pg_char_octet_length, _pg_numeric_precision,
+    _pg_numeric_precision_radix, _pg_numeric_scale, _pg_datetime_precision)."""
+    name = type_name(ct.oid) or ""
+    mod = ct.typmod
+    array = ct.is_array
+    if array:
+        data_type = "ARRAY"
+    elif ct.is_user_type:
+        data_type = "USER-DEFINED"
+    else:
+        data_type = format_type(ct.oid, -1)
+    base = "" if array or ct.is_user_type else name
+    chars = mod - 4 if base in ("varchar", "bpchar") and mod >= 0 else mod if base in ("bit", "varbit") and mod >= 0 \
+        else None
+    octets = None
+    if base in ("text", "varchar", "bpchar"):
+        octets = 1 << 30 if mod < 0 else (chars or 0) * _ENCODING_MAX_LENGTH.get(encoding.upper(), 1)
+    precision = {"int2": 16, "int4": 32, "int8": 64, "float4": 24, "float8": 53}.get(base)
+    scale = 0 if base in ("int2", "int4", "int8") else None
+    if base == "numeric" and mod >= 0:
+        precision, scale = ((mod - 4) >> 16) & 0xFFFF, (mod - 4) & 0xFFFF
+    radix = 2 if base in ("int2", "int4", "int8", "float4", "float8") else 10 if base == "numeric" else None
+    datetime = 0 if base == "date" else (6 if mod < 0 else mod) if base in ("time", "timestamp", "timestamptz",
+                                                                              "timetz") \
+        else (6 if mod < 0 or mod & 0xFFFF == 0xFFFF else mod & 0xFFFF) if base == "interval" else None
+    if ct.is_user_type:
+        udt_schema = ct.namespace
+        udt_name = "_" + ct.name.removesuffix("[]") if array and not ct.name.startswith("_") else ct.name
+    else:
+        udt_schema, udt_name = "pg_catalog", name or "???"
+    return {"data_type": data_type, "character_maximum_length": chars, "character_octet_length": octets,
+            "numeric_precision": precision, "numeric_precision_radix": radix, "numeric_scale": scale,
+            "datetime_precision": datetime, "udt_schema": udt_schema, "udt_name": udt_name}
+
+
+def _information_schema(rows: dict[str, list[dict[str, Any]]], scenario: Scenario, major: int,
+                        namespaces: Mapping[str, int]) -> None:
+    """information_schema's tables, columns, table_constraints and key_column_usage of the
+    scenario's tables (information_schema.sql), as their owner reads them."""
+    db = scenario.server.database
+    for t in scenario.tables:
+        rows["information_schema.tables"].append({
+            "table_catalog": db, "table_schema": t.schema, "table_name": t.name, "table_type": "BASE TABLE",
+            "is_insertable_into": "YES", "is_typed": "NO"})
+        where = {"table_catalog": db, "table_schema": t.schema, "table_name": t.name}
+        for num, c in enumerate(t.columns, 1):
+            rows["information_schema.columns"].append({
+                **where, "column_name": c.name, "ordinal_position": num, "is_nullable": "NO" if c.key else "YES",
+                **_column_facts(c.type, scenario.server.encoding), "udt_catalog": db, "dtd_identifier": str(num),
+                "is_self_referencing": "NO", "is_identity": "NO", "identity_cycle": "NO",
+                "is_generated": "NEVER" if c.generated is None else "ALWAYS",
+                "generation_expression": None if c.generated is None else c.generated.deparsed,
+                "is_updatable": "YES"})
+        keys = [c for c in t.columns if c.key]
+        constraint = {"constraint_catalog": db, "constraint_schema": t.schema, **where}
+        if keys:
+            rows["information_schema.table_constraints"].append({
+                **constraint, "constraint_name": _pkey_name(t), "constraint_type": "PRIMARY KEY",
+                "is_deferrable": "NO", "initially_deferred": "NO", "enforced": "YES", "nulls_distinct": None})
+            for position, c in enumerate(keys, 1):
+                rows["information_schema.key_column_usage"].append({
+                    **constraint, "constraint_name": _pkey_name(t), "column_name": c.name,
+                    "ordinal_position": position, "position_in_unique_constraint": None})
+        for num, c in enumerate(t.columns, 1):
+            if c.key:
+                # NOT NULL: a pg_constraint row named <table>_<column>_not_null from 18;
+                # before, made up from the namespace's and table's OIDs and attnum.
+                name = (f"{t.name}_{c.name}_not_null" if major >= 18
+                        else f"{namespaces[t.schema]}_{t.oid}_{num}_not_null")
+                rows["information_schema.table_constraints"].append({
+                    **constraint, "constraint_name": name, "constraint_type": "CHECK", "is_deferrable": "NO",
+                    "initially_deferred": "NO", "enforced": "YES", "nulls_distinct": None})
 
 
 def _pg_class(oid: int, name: str, nsp: int, kind: str, natts: int, replident: str, has_index: bool) -> dict[str, Any]:

@@ -47,8 +47,10 @@ from ._catalog import (
     CatalogColumn,
     SlotRow,
     WalSenderRow,
+    catalog_relation,
     catalog_rows,
     columns_of,
+    engine_table,
     format_type,
 )
 from ._relsync import publication_tables
@@ -304,15 +306,19 @@ class _Scope:
         self.major = major
         self.tables = tables
         self.relations: list[tuple[str, tuple[CatalogColumn, ...]]] = []
-        #: (relation, column) -> type modifier, for the scenario's tables' columns.
+        #: (relation, column) -> type modifier, for the scenario's tables' columns and
+        #: the catalog columns that have one.
         self.modifiers: dict[tuple[str, str], int] = {}
 
     def add_from(self, items: Sequence[Any] | None) -> None:
         for item in items or ():
             if isinstance(item, ast.RangeVar):
                 name = item.alias.aliasname if item.alias else item.relname
-                if item.relname in CATALOG and item.schemaname in (None, "pg_catalog"):
-                    self.relations.append((name, columns_of(item.relname, self.major)))
+                relation = catalog_relation(item.schemaname, item.relname)
+                if relation is not None:
+                    columns = columns_of(relation, self.major)
+                    self.relations.append((name, columns))
+                    self.modifiers.update(((name, c.name), c.typmod) for c in columns if c.typmod != -1)
                 elif (table := _user_table(self.tables, item)) is not None:
                     self.relations.append((name, tuple(CatalogColumn(c.name, type_name(c.type.oid) or "text")
                                                        for c in table.columns)))
@@ -447,7 +453,7 @@ class SqlEngine:
                     continue  # not in this major (pg_publication_namespace before 15)
                 cols = ", ".join(f'"{c.name}" {_ENGINE_TYPES.get(c.type, "VARCHAR")}'
                                  for c in columns_of(rel, self.major))
-                db.execute(f"CREATE TABLE {_SCHEMA}.{rel} ({cols})")
+                db.execute(f"CREATE TABLE {_SCHEMA}.{engine_table(rel)} ({cols})")
             cols = ", ".join(f'"{c.name}" {_ENGINE_TYPES.get(c.type, "VARCHAR")}'
                              for c in PUBLICATION_TABLES_FUNCTION if c.exists(self.major))
             db.execute(f"CREATE TABLE {_SCHEMA}._publication_tables (pubname VARCHAR, {cols})")
@@ -526,10 +532,11 @@ class SqlEngine:
         for rel, values in rows.items():
             if self._loaded.get(rel) == values or (rel in CATALOG and not columns_of(rel, self.major)):
                 continue
-            db.execute(f"DELETE FROM {_SCHEMA}.{rel}")
+            db.execute(f"DELETE FROM {_SCHEMA}.{engine_table(rel)}")
             if values:
                 marks = ", ".join("?" for _ in values[0])
-                db.executemany(f"INSERT INTO {_SCHEMA}.{rel} VALUES ({marks})", [list(v) for v in values])
+                db.executemany(f"INSERT INTO {_SCHEMA}.{engine_table(rel)} VALUES ({marks})",
+                               [list(v) for v in values])
             self._loaded[rel] = values
 
     # -- names ------------------------------------------------------------------------------
@@ -1047,10 +1054,12 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         self.temp_tables: list[str] = []
 
     def visit_RangeVar(self, ancestors: Any, node: ast.RangeVar) -> Any:
-        if node.relname in CATALOG and node.schemaname in (None, "pg_catalog"):
-            return ast.RangeVar(schemaname=_SCHEMA, relname=node.relname, inh=True, relpersistence="p",
+        relation = catalog_relation(node.schemaname, node.relname)
+        if relation is not None:
+            return ast.RangeVar(schemaname=_SCHEMA, relname=engine_table(relation), inh=True, relpersistence="p",
                                 alias=node.alias or ast.Alias(aliasname=node.relname))
-        if node.schemaname in (None, "pg_catalog", "information_schema") and node.relname.startswith(("pg_", "information_")):
+        if node.schemaname == "information_schema" or (
+                node.schemaname in (None, "pg_catalog") and node.relname.startswith("pg_")):
             raise ServerError("0A000", f'the fake walsender does not answer queries on "{node.relname}"',
                               hint="It answers " + ", ".join(sorted(CATALOG)) + ".")
         table = _user_table(self.engine._tables(), node)

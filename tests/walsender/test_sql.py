@@ -182,6 +182,62 @@ def test_result_shapes_follow_the_persona_major() -> None:
     assert "conflicting" in slots16 and "failover" not in slots16 and "failover" in slots17
 
 
+#: A table of many types: typmods, an enum, an array, a two-column key.
+_TYPED = {"public.typed": {"columns": [
+    {"name": "a", "type": "int8", "key": True}, {"name": "b", "type": "varchar(20)", "key": True},
+    {"name": "c", "type": "numeric(10,2)"}, {"name": "d", "type": "timestamptz(3)"}, {"name": "e", "type": "text[]"},
+    {"name": "f", "type": {"oid": 16385, "name": "mood", "enum": ["sad", "ok"]}}, {"name": "g", "type": "bpchar(4)"},
+    {"name": "h", "type": "float8"}, {"name": "i", "type": "date"}]}}
+
+
+@pytest.mark.parametrize("major", [10, 11, 12, 15, 18])
+def test_information_schema_describes_the_scenario_tables(major: int) -> None:
+    """tables, columns, table_constraints and key_column_usage as information_schema.sql
+    of each major writes them (compared with real 15 and 16 in test_sql_live): data_type
+    spelled as the standard does, lengths, precisions and scales from the typmods, the key
+    NOT NULL; sql_identifier is varchar up to 11, name from 12; enforced from 11,
+    nulls_distinct from 15; NOT NULL constraints named from OIDs up to 17, after the
+    column on 18."""
+    state = _state(major, tables=_TYPED, publications={}, transactions=[])
+    c = _client(state)
+    ident = 1043 if major < 12 else 19
+    out = _ok(c.query("SELECT table_catalog, table_name, table_type, is_insertable_into "
+                      "FROM information_schema.tables WHERE table_schema = 'public'"))
+    assert _columns(out) == [("table_catalog", ident), ("table_name", ident), ("table_type", 1043),
+                             ("is_insertable_into", 1043)]
+    assert _rows(out) == [("postgres", "typed", "BASE TABLE", "YES")]
+    out = _ok(c.query("SELECT column_name, ordinal_position, is_nullable, data_type, character_maximum_length, "
+                      "character_octet_length, numeric_precision, numeric_precision_radix, numeric_scale, "
+                      "datetime_precision, udt_schema, udt_name FROM information_schema.columns "
+                      "WHERE table_name = 'typed' ORDER BY ordinal_position"))
+    assert _columns(out)[:3] == [("column_name", ident), ("ordinal_position", 23), ("is_nullable", 1043)]
+    assert _rows(out) == [
+        ("a", "1", "NO", "bigint", None, None, "64", "2", "0", None, "pg_catalog", "int8"),
+        ("b", "2", "NO", "character varying", "20", "80", None, None, None, None, "pg_catalog", "varchar"),
+        ("c", "3", "YES", "numeric", None, None, "10", "10", "2", None, "pg_catalog", "numeric"),
+        ("d", "4", "YES", "timestamp with time zone", None, None, None, None, None, "3", "pg_catalog", "timestamptz"),
+        ("e", "5", "YES", "ARRAY", None, None, None, None, None, None, "pg_catalog", "_text"),
+        ("f", "6", "YES", "USER-DEFINED", None, None, None, None, None, None, "public", "mood"),
+        ("g", "7", "YES", "character", "4", "16", None, None, None, None, "pg_catalog", "bpchar"),
+        ("h", "8", "YES", "double precision", None, None, "53", "2", None, None, "pg_catalog", "float8"),
+        ("i", "9", "YES", "date", None, None, None, None, None, "0", "pg_catalog", "date")]
+    out = _ok(c.query("SELECT * FROM information_schema.table_constraints ORDER BY constraint_type DESC, "
+                      "constraint_name"))
+    names = [n for n, _ in _columns(out)]
+    assert ("enforced" in names) == (major >= 11) and ("nulls_distinct" in names) == (major >= 15)
+    not_null = ["typed_a_not_null", "typed_b_not_null"] if major >= 18 else ["2200_16384_1_not_null",
+                                                                              "2200_16384_2_not_null"]
+    assert [(r[2], r[6]) for r in _rows(out)] == [("typed_pkey", "PRIMARY KEY"), *((n, "CHECK") for n in not_null)]
+    out = _ok(c.query("SELECT kcu.column_name, kcu.ordinal_position FROM information_schema.table_constraints tc "
+                      "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
+                      "AND kcu.table_schema = tc.table_schema WHERE tc.constraint_type = 'PRIMARY KEY' "
+                      "AND tc.table_name = 'typed' ORDER BY kcu.ordinal_position"))
+    assert _rows(out) == [("a", "1"), ("b", "2")]
+    # information_schema is not on the search path; its other views are outside the surface
+    assert _error(c.query("SELECT * FROM tables")) == ("42P01", 'relation "tables" does not exist')
+    assert _error(c.query("SELECT * FROM information_schema.views"))[0] == "0A000"  # type: ignore[index]
+
+
 def test_what_is_outside_the_surface_is_a_clear_error_naming_it() -> None:
     c = _client(_state())
     assert _error(c.query("CREATE TABLE t (x int)")) == ("0A000", "the fake walsender does not run CREATE TABLE")

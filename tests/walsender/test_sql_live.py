@@ -133,6 +133,23 @@ QUERIES = [
     "SELECT count(*) FROM pg_settings WHERE name = 'timezone'",
     "SELECT current_setting('block_size'), current_setting('IntervalStyle'), current_setting('wal_segment_size')",
     "SHOW max_slot_wal_keep_size",
+    # information_schema, as ORMs and Debezium-style clients read it (NOT NULL constraints
+    # are named from OIDs up to 17: compared by count)
+    "SELECT * FROM information_schema.tables WHERE table_name IN ('accounts', 'events') ORDER BY table_name",
+    "SELECT * FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('accounts', 'events') "
+    "ORDER BY table_name, ordinal_position",
+    "SELECT c.column_name, c.data_type, c.character_maximum_length, c.numeric_precision, c.numeric_scale, "
+    "c.is_nullable, c.udt_name FROM information_schema.columns c WHERE c.table_name = 'events' "
+    "ORDER BY c.ordinal_position",
+    "SELECT tc.table_name, tc.constraint_name, tc.constraint_type, kcu.column_name, kcu.ordinal_position, "
+    "kcu.position_in_unique_constraint FROM information_schema.table_constraints tc "
+    "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
+    "AND kcu.table_schema = tc.table_schema AND kcu.table_name = tc.table_name "
+    "WHERE tc.table_schema = 'public' AND tc.constraint_type = 'PRIMARY KEY' "
+    "AND tc.table_name IN ('accounts', 'events') ORDER BY 1, 5",
+    "SELECT table_name, constraint_type, is_deferrable, initially_deferred, enforced, nulls_distinct, count(*) "
+    "FROM information_schema.table_constraints WHERE table_name IN ('accounts', 'events') "
+    "GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2",
     # the scenario's tables themselves, as table sync copies them
     "SELECT * FROM public.accounts ORDER BY id",
     "SELECT id, name, amount FROM accounts WHERE id = 1",
