@@ -310,6 +310,10 @@ class _Commands:
 
     # -- replication commands --------------------------------------------------------------
     def _command(self, cmd: Any, now: float) -> bool:
+        with self.server.slots_lock:  # a worker may be running a slot function (see _compute)
+            return self._replication_command(cmd, now)
+
+    def _replication_command(self, cmd: Any, now: float) -> bool:
         persona_ = self.server.persona
         if cmd.keyword not in persona_.commands:
             raise ServerError("42601", "syntax error")
@@ -445,6 +449,10 @@ class _Commands:
     def _retry_drop(self) -> bool:
         """A DROP_REPLICATION_SLOT … WAIT: finish it if the slot is free (or gone: the
         error a real server gives); True while it still waits."""
+        with self.server.slots_lock:
+            return self._retry_drop_now()
+
+    def _retry_drop_now(self) -> bool:
         name = self.drop_waiting
         assert name is not None
         slot = self.server.slots.get(name)

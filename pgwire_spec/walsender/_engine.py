@@ -1204,6 +1204,13 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
 
 
 def _slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[Any]) -> list[tuple[Any, ...]]:
+    # On a worker (a long statement, core.Compute) as on the loop: the slots change under
+    # the server's lock, which replication commands take too.
+    with engine.server.slots_lock:
+        return _run_slot_function(engine, conn, name, args)
+
+
+def _run_slot_function(engine: SqlEngine, conn: Connection, name: str, args: list[Any]) -> list[tuple[Any, ...]]:
     server = engine.server
     major = engine.major
     # The slot (and the plugin) are `name` arguments: namein cuts a longer text to

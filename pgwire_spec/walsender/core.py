@@ -27,6 +27,7 @@ shared types of ``_base``; ``stream`` is the interface every stream implements.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -252,6 +253,10 @@ class ServerState:
         #: every other statement for the SQL engine goes to the worker too, after it, so the
         #: engine is used by one thread at a time. A set: the worker removes its own.
         self.computing: set[int] = set()
+        #: Held while the slots or the WAL clock change: a worker answering a long statement
+        #: may run a slot function while the loop runs a replication command. Uncontended
+        #: otherwise.
+        self.slots_lock = threading.RLock()
         self.connections: dict[int, Connection] = {}
         self.count = 0
         self.down_until = -1.0
@@ -276,6 +281,10 @@ class ServerState:
         return conn
 
     def forget(self, conn: Connection) -> None:
+        with self.slots_lock:
+            self._forget(conn)
+
+    def _forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)
         for slot in list(self.slots.values()):
             if slot.active == conn.id:

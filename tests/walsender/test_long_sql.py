@@ -130,6 +130,16 @@ def test_a_long_publication_list_changes_the_publications_and_an_error_undoes_it
     assert state.scenario.publication("undone") is None and state.scenario.publication("many") is not None
 
 
+def test_a_long_statement_may_create_a_slot_on_the_worker() -> None:
+    state = _state()
+    c = _client(state)
+    out = c.query(_in_list("SELECT slot_name FROM pg_create_logical_replication_slot('long_s', 'pgoutput') "
+                           "WHERE 1 IN (1", _PAST_INLINE))
+    assert len(c.computes) == 1 and _rows(out) == [(b"long_s",)] and "long_s" in state.slots
+    b = _client(state, replication="database")
+    assert _shape(b.query("DROP_REPLICATION_SLOT long_s"))[-2:] == ["DROP_REPLICATION_SLOT", "ReadyForQuery"]
+
+
 def test_a_statement_over_the_cap_is_refused_unread_naming_the_cap() -> None:
     c = _client(_state(max_sql_length=100_000))
     long = _in_list("SELECT 1 WHERE 1 IN (1", 20_000)
