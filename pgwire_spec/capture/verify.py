@@ -32,7 +32,7 @@ from .fixture import (
     parse_fixture,
 )
 
-__all__ = ["Mismatch", "VerifyReport", "verify_fixture", "verify_paths", "field_at", "json_diff"]
+__all__ = ["Checked", "Mismatch", "VerifyReport", "verify_fixture", "verify_paths", "field_at", "json_diff"]
 
 #: Decoder notes that are not violations (errata the decoder reports in every mode).
 _NOTES_ONLY = {"stray-stream-abort"}
@@ -167,12 +167,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out: list[Mismatch], file: str) -> None:
+def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out: list[Mismatch], file: str) -> Any:
+    """Re-encode *msg* and compare the bytes, then its JSON form with the expected one; the
+    JSON form when the bytes matched (whatever the JSON comparison found), else None."""
     try:
         enc = FAMILY.encode(msg)
     except EncodeError as exc:
         out.append(Mismatch(case.id, "encode", str(exc), file=file))
-        return
+        return None
     if enc != data:
         off = next((i for i, (a, b) in enumerate(zip(enc, data)) if a != b), min(len(enc), len(data)))
         out.append(Mismatch(
@@ -181,16 +183,47 @@ def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out:
             f"({len(data)} vs {len(enc)} bytes)",
             off, field_at(data, off, case.in_stream, abort_tail), file,
         ))
-        return
+        return None
     got = to_json(msg)
     if got != case.expected:
-        diff = json_diff(got, case.expected)
-        path = diff[0] if diff else ""
-        name = type(msg).__name__
-        at = _offset_of(data, path, case.in_stream, abort_tail) if path else None
-        detail = (f"decoded {_short(diff[1])}, expected {_short(diff[2])}" if diff
-                  else "decoded JSON differs from the expected JSON")
-        out.append(Mismatch(case.id, "json", detail, at, f"{name}.{path}" if path else name, file))
+        _json_mismatch(case, data, msg, got, abort_tail, out, file)
+    return got
+
+
+def _json_mismatch(case: FixtureCase, data: bytes, msg: Any, got: Any, abort_tail: bool, out: list[Mismatch],
+                   file: str) -> None:
+    diff = json_diff(got, case.expected)
+    path = diff[0] if diff else ""
+    name = type(msg).__name__
+    at = _offset_of(data, path, case.in_stream, abort_tail) if path else None
+    detail = (f"decoded {_short(diff[1])}, expected {_short(diff[2])}" if diff
+              else "decoded JSON differs from the expected JSON")
+    out.append(Mismatch(case.id, "json", detail, at, f"{name}.{path}" if path else name, file))
+
+
+class Checked:
+    """The payloads one verification run has decoded, re-encoded byte-identical and turned
+    into their JSON form, by (abort_tail, in_stream) and hex text: ``(bytes, JSON form)``.
+
+    Decoding, re-encoding and the JSON form are functions of the bytes and that context
+    alone, and a corpus holds each payload many times (every option set of a capture sees
+    the same transactions: 103k cases, 6k distinct payloads), so each distinct payload is
+    decoded, re-encoded and converted once per run; every case is still compared with it
+    (its expected JSON against the payload's JSON form, by value) and replayed in its
+    group's stream. :func:`verify_fixture` keeps one per file (what it holds is as large as
+    the file's distinct payloads); nothing outlives the run: a new verification checks
+    everything again.
+    """
+
+    __slots__ = ("_by_context",)
+
+    def __init__(self) -> None:
+        self._by_context: dict[tuple[bool, bool], dict[str, tuple[bytes, Any]]] = {}
+
+    def payloads(self, abort_tail: bool) -> tuple[dict[str, tuple[bytes, Any]], dict[str, tuple[bytes, Any]]]:
+        """(outside a streamed block, inside one): the payloads checked under *abort_tail*."""
+        by = self._by_context
+        return (by.setdefault((abort_tail, False), {}), by.setdefault((abort_tail, True), {}))
 
 
 @contextlib.contextmanager
@@ -208,13 +241,15 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def verify_group(group: FixtureGroup, *, file: str = "", sequence: bool = True) -> list[Mismatch]:
-    """Verify every case of *group*; with *sequence*, also replay it as a stream."""
+def verify_group(group: FixtureGroup, *, file: str = "", sequence: bool = True,
+                 checked: Checked | None = None) -> list[Mismatch]:
+    """Verify every case of *group*; with *sequence*, also replay it as a stream. *checked*:
+    the payloads this run has checked already (:class:`Checked`; a new one by default)."""
     with collector_paused():
-        return _verify_group(group, file, sequence)
+        return _verify_group(group, file, sequence, Checked() if checked is None else checked)
 
 
-def _verify_group(group: FixtureGroup, file: str, sequence: bool) -> list[Mismatch]:
+def _verify_group(group: FixtureGroup, file: str, sequence: bool, checked: Checked) -> list[Mismatch]:
     out: list[Mismatch] = []
     ctx = group.context
     try:
@@ -229,15 +264,21 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool) -> list[Mismat
     decoders = FAMILY.decoders
     warnings = decoder.warnings
     seen_warnings = 0
+    payloads = checked.payloads(abort_tail)
     for case in group.cases:
-        try:
-            data = bytes.fromhex(case.hex)
-        except ValueError as exc:
-            out.append(Mismatch(case.id, "format", f"hex is not hex digits: {exc}", file=file))
-            continue
-        if not data:
-            out.append(Mismatch(case.id, "format", "empty payload", file=file))
-            continue
+        # decoded, re-encoded byte-identical and in JSON form before, in this run?
+        known = payloads[case.in_stream].get(case.hex)
+        if known is not None:
+            data = known[0]
+        else:
+            try:
+                data = bytes.fromhex(case.hex)
+            except ValueError as exc:
+                out.append(Mismatch(case.id, "format", f"hex is not hex digits: {exc}", file=file))
+                continue
+            if not data:
+                out.append(Mismatch(case.id, "format", "empty payload", file=file))
+                continue
         msg = None
         if sequence:
             inside = decoder.in_stream
@@ -259,6 +300,11 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool) -> list[Mismat
                     if w.rule not in _NOTES_ONLY:
                         out.append(Mismatch(case.id, "sequence", str(w), w.offset, w.field, file))
                 seen_warnings = len(warnings)
+        if known is not None:
+            if known[1] != case.expected:  # by value, as _check_case compares
+                _check_case(case, data, decoders[data[0]](data, case.in_stream, abort_tail) if msg is None else msg,
+                            abort_tail, out, file)
+            continue
         if msg is None:
             try:
                 msg = decoders[data[0]](data, case.in_stream, abort_tail)
@@ -269,7 +315,9 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool) -> list[Mismat
                     out.append(Mismatch(case.id, "decode", f"{err.rule}: expected {err.expected}, found {err.found}",
                                         err.offset, err.field, file))
                     continue
-        _check_case(case, data, msg, abort_tail, out, file)
+        got = _check_case(case, data, msg, abort_tail, out, file)
+        if got is not None:
+            payloads[case.in_stream][case.hex] = (data, got)
     if sequence:
         decoder.finish()
         for w in warnings[seen_warnings:]:
@@ -278,13 +326,15 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool) -> list[Mismat
     return out
 
 
-def verify_fixture(fixture: FixtureFile, *, sequence: bool = True) -> tuple[int, list[Mismatch]]:
+def verify_fixture(fixture: FixtureFile, *, sequence: bool = True,
+                   checked: Checked | None = None) -> tuple[int, list[Mismatch]]:
     """(cases verified, mismatches) for one fixture file."""
     file = str(fixture.path or "")
     out: list[Mismatch] = []
     n = 0
+    checked = Checked() if checked is None else checked
     for group in fixture.groups:
-        out += verify_group(group, file=file, sequence=sequence)
+        out += verify_group(group, file=file, sequence=sequence, checked=checked)
         n += len(group.cases)
     return n, out
 
