@@ -25,6 +25,12 @@ try:  # a parser written in Rust, ~2x the standard library's on the corpus; abse
 except ImportError:  # pragma: no cover - the standard library alone
     _fast_loads = None
 
+try:  # zlib-ng's inflate, ~4x the standard library's zlib on the corpus (130 MB of JSON)
+    from zlib_ng.zlib_ng import decompressobj as _fast_inflater
+    from zlib_ng.zlib_ng import error as _FastInflateError
+except ImportError:  # pragma: no cover - the standard library alone
+    _fast_inflater = None
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -218,11 +224,27 @@ def load_document(path: Path) -> Any:
         raise FixtureError(f"cannot read fixture file {path}: {exc.strerror or exc}") from None
     try:
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+            raw = _gunzip(raw)
         doc = _loads(raw)
     except (OSError, EOFError, ValueError) as exc:
         raise FixtureError(f"{path}: expected a fixture file (JSON, optionally gzip), found invalid data: {exc}") from None
     return doc
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """The content of gzip data: by zlib-ng when it holds one whole member, else by the
+    standard library, so that what is accepted (several members, trailing zeros) and the
+    error a user reads stay the standard library's."""
+    if _fast_inflater is not None:
+        inflater = _fast_inflater(31)  # 16 + 15: a gzip header and trailer, 32 KB window
+        try:
+            out: bytes = inflater.decompress(raw)
+        except _FastInflateError:
+            pass
+        else:
+            if inflater.eof and not inflater.unused_data:
+                return out
+    return gzip.decompress(raw)
 
 
 def _loads(raw: bytes) -> Any:

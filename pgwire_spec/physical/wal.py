@@ -244,18 +244,28 @@ def _tables() -> tuple[list[int], ...]:
 _CRC_TABLES = _tables()
 _QWORDS = struct.Struct("<Q")
 
-try:  # an optional accelerated implementation, when installed
-    from crc32c import crc32c as _fast_crc32c  # type: ignore[import-not-found, unused-ignore]
+try:  # Google's CRC-32C in C (SSE4.2 / ARMv8 CRC instructions where the CPU has them)
+    import google_crc32c
+
+    # its own fallback is a byte-at-a-time Python loop, slower than the one below
+    _fast_crc32c = google_crc32c.extend if google_crc32c.implementation == "c" else None
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_crc32c = None
 
 
 def crc32c(data: bytes, crc: int = 0) -> int:
     """CRC-32C of *data* (continuing *crc*, the value of an earlier call): what WAL records
-    and backup manifests carry. Pure Python, eight bytes a step (a few MB/s); the
-    ``crc32c`` package is used instead when it is installed."""
-    if _fast_crc32c is not None:
-        return int(_fast_crc32c(data, crc))
+    and backup manifests carry. ``google-crc32c``'s C code when it is there (a base
+    dependency on CPython: ~20x the pure Python on a recording's WAL); else
+    :func:`_crc32c_python`."""
+    if _fast_crc32c is None:
+        return _crc32c_python(data, crc)
+    # it takes bytes, not a bytearray or memoryview
+    return int(_fast_crc32c(crc, data if type(data) is bytes else bytes(data)))
+
+
+def _crc32c_python(data: bytes, crc: int = 0) -> int:
+    """:func:`crc32c` in pure Python, eight bytes a step (a few MB/s)."""
     t0, t1, t2, t3, t4, t5, t6, t7 = _CRC_TABLES
     c = crc ^ 0xFFFFFFFF
     n = len(data) - len(data) % 8

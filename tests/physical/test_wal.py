@@ -3,9 +3,12 @@ checked on the WAL a real PostgreSQL 15 sent (fixtures/physical/)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pgwire_spec.lsn import parse_lsn
+from pgwire_spec.physical import wal
 from pgwire_spec.physical.wal import (
     MAX_SEND_SIZE,
     XLOG_BLCKSZ,
@@ -151,11 +154,14 @@ def _crc_bitwise(data: bytes) -> int:
     return c ^ 0xFFFFFFFF
 
 
-def test_crc32c_agrees_with_the_bitwise_definition_at_every_length() -> None:
+@pytest.mark.parametrize("crc", [crc32c, wal._crc32c_python], ids=["crc32c", "pure-python"])
+def test_crc32c_agrees_with_the_bitwise_definition_at_every_length(crc: Any) -> None:
     data = bytes((i * 37 + 11) & 0xFF for i in range(70))
     for n in range(len(data)):
-        assert crc32c(data[:n]) == _crc_bitwise(data[:n]), n
-        assert crc32c(data[n:], crc32c(data[:n])) == _crc_bitwise(data)
+        assert crc(data[:n]) == _crc_bitwise(data[:n]), n
+        assert crc(data[n:], crc(data[:n])) == _crc_bitwise(data)
+    # any bytes-like value, as the WAL store hands them over
+    assert crc(bytearray(data)) == crc(memoryview(data)) == _crc_bitwise(data)
 
 
 def test_reading_from_any_page_finds_the_same_records_after_it() -> None:
