@@ -179,3 +179,53 @@ def test_verifying_imports_no_capture_or_server_code() -> None:
             "build_parser('verify-fixtures'); print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _repeated_payload(doc: dict) -> list[dict]:
+    """Every case, over the file's groups, of one Insert payload that several option sets
+    recorded (same bytes, outside a streamed block, no parallel streaming)."""
+    seen: dict[str, list[dict]] = {}
+    for g in doc["groups"]:
+        if g["context"].get("streaming") == "parallel":
+            continue
+        for c in g["cases"]:
+            if c["tag"] == "I" and not c["in_stream"]:
+                seen.setdefault(c["hex"], []).append(c)
+    return max(seen.values(), key=len)
+
+
+@pytest.mark.parametrize("which", [0, -1], ids=["first-seen", "last-seen"])
+def test_a_payload_checked_once_per_run_still_compares_every_case(tmp_path: Path, which: int) -> None:
+    # A payload recorded by several option sets is decoded, re-encoded and put in JSON form
+    # once per run; each of its cases is still compared with that form: a wrong expected
+    # value is found in the case that holds it, whether it comes first or last, and in
+    # no other case.
+    doc = _doc()
+    cases = _repeated_payload(doc)
+    assert len(cases) > 3
+    planted = cases[which]
+    planted["expected"]["new_tuple"][1]["text"] = "not what the server sent"
+    report = verify_paths([_write(tmp_path, doc)])
+    assert [(m.case_id, m.check, m.field) for m in report.mismatches] == [
+        (planted["id"], "json", "Insert.new_tuple[1].text")]
+    # the bytes, too, are checked for each case: a flipped byte in one copy is found there
+    doc = _doc()
+    cases = _repeated_payload(doc)
+    data = bytearray.fromhex(cases[which]["hex"])
+    data[-1] ^= 0x01
+    cases[which]["hex"] = data.hex()
+    report = verify_paths([_write(tmp_path, doc)], sequence=False)
+    assert {m.case_id for m in report.mismatches} == {cases[which]["id"]}
+
+
+def test_gzip_files_read_as_the_standard_library_reads_them(tmp_path: Path) -> None:
+    from pgwire_spec.capture.fixture import load_document
+
+    # two gzip members (the standard library reads on after the first), trailing garbage
+    text = json.dumps({"a": [1, 2]}).encode()
+    path = tmp_path / "two.json.gz"
+    path.write_bytes(gzip.compress(text[:5]) + gzip.compress(text[5:]))
+    assert load_document(path) == {"a": [1, 2]}
+    path.write_bytes(gzip.compress(text) + b"junk")
+    with pytest.raises(FixtureError, match="found invalid data: Not a gzipped file"):
+        load_document(path)
