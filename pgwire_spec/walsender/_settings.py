@@ -75,6 +75,8 @@ _STATEMENT = "Client Connection Defaults / Statement Behavior"
 _SENDING = "Replication / Sending Servers"
 _WAL = "Write-Ahead Log / Settings"
 _MEMORY = "Resource Usage / Memory"
+_CHECKPOINTS = "Write-Ahead Log / Checkpoints"
+_STANDBY = "Replication / Standby Servers"
 _INT_MAX = "2147483647"
 _MAX_BACKENDS = "262143"  # MAX_BACKENDS (postmaster.h)
 _ISOLATION = ("serializable", "repeatable read", "read committed", "read uncommitted")
@@ -87,8 +89,12 @@ SETTINGS: tuple[Setting, ...] = (
             min="8192", max="8192"),
     Setting("bytea_output", "enum", "user", _STATEMENT, "Sets the output format for bytea.", "hex",
             enumvals=("escape", "hex")),
+    Setting("checkpoint_timeout", "integer", "sighup", _CHECKPOINTS,
+            "Sets the maximum time between automatic WAL checkpoints.", "300", unit="s", min="30", max="86400"),
     Setting("client_encoding", "string", "user", _LOCALE, "Sets the client's character set encoding.",
             "SQL_ASCII", value="UTF8"),
+    Setting("client_min_messages", "enum", "user", _STATEMENT, "Sets the message levels that are sent to the client.",
+            "notice", enumvals=("debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error")),
     # shown in octal (guc_tables.c show_data_directory_mode), booted as a number
     Setting("data_directory_mode", "integer", "internal", _PRESET, "Shows the mode of the data directory.",
             "448", value="0700", min="0", max="511", since=11),
@@ -100,6 +106,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Sets the default read-only status of new transactions.", "off"),
     Setting("extra_float_digits", "integer", "user", _LOCALE,
             "Sets the number of digits displayed for floating-point values.", "1", min="-15", max="3"),
+    Setting("hot_standby", "bool", "postmaster", _STANDBY, "Allows connections and queries during recovery.", "on"),
     Setting("idle_in_transaction_session_timeout", "integer", "user", _STATEMENT,
             "Sets the maximum allowed idle time between queries, when in a transaction.", "0", unit="ms",
             min="0", max=_INT_MAX),
@@ -115,8 +122,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("logical_decoding_work_mem", "integer", "user", _MEMORY,
             "Sets the maximum memory to be used for logical decoding.", "65536", unit="kB", min="64", max=_INT_MAX,
             since=13),
+    Setting("maintenance_work_mem", "integer", "user", _MEMORY,
+            "Sets the maximum memory to be used for maintenance operations.", "65536", unit="kB", min="1024",
+            max=_INT_MAX, until=18),
+    Setting("maintenance_work_mem", "integer", "user", _MEMORY,
+            "Sets the maximum memory to be used for maintenance operations.", "65536", unit="kB", min="64",
+            max=_INT_MAX, since=18),
     Setting("max_connections", "integer", "postmaster", _CONN, "Sets the maximum number of concurrent connections.",
             "100", min="1", max=_MAX_BACKENDS),
+    Setting("max_locks_per_transaction", "integer", "postmaster", "Lock Management",
+            "Sets the maximum number of locks per transaction.", "64", min="10", max=_INT_MAX),
     Setting("max_logical_replication_workers", "integer", "postmaster", "Replication / Subscribers",
             "Maximum number of logical replication worker processes.", "4", min="0", max=_MAX_BACKENDS),
     Setting("max_prepared_transactions", "integer", "postmaster", _MEMORY,
@@ -126,11 +141,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_slot_wal_keep_size", "integer", "sighup", _SENDING,
             "Sets the maximum WAL size that can be reserved by replication slots.", "-1", unit="MB", min="-1",
             max=_INT_MAX, since=13),
+    Setting("max_sync_workers_per_subscription", "integer", "sighup", "Replication / Subscribers",
+            "Maximum number of table synchronization workers per subscription.", "2", min="0", max=_MAX_BACKENDS),
     Setting("max_wal_senders", "integer", "postmaster", _SENDING,
             "Sets the maximum number of simultaneously running WAL sender processes.", "10", min="0",
             max=_MAX_BACKENDS),
+    Setting("max_wal_size", "integer", "sighup", _CHECKPOINTS, "Sets the WAL size that triggers a checkpoint.", "1024",
+            unit="MB", min="2", max=_INT_MAX),
     Setting("max_worker_processes", "integer", "postmaster", "Resource Usage / Asynchronous Behavior",
             "Maximum number of concurrent worker processes.", "8", min="0", max=_MAX_BACKENDS),
+    Setting("min_wal_size", "integer", "sighup", _CHECKPOINTS, "Sets the minimum size to shrink the WAL to.", "80",
+            unit="MB", min="2", max=_INT_MAX),
+    Setting("password_encryption", "enum", "user", _AUTH, "Chooses the algorithm for encrypting passwords.",
+            "scram-sha-256", enumvals=("md5", "scram-sha-256"), since=14),
     Setting("scram_iterations", "integer", "user", _AUTH, "Sets the iteration count for SCRAM secret generation.",
             "4096", min="1", max=_INT_MAX, since=16),
     Setting("search_path", "string", "user", _STATEMENT,
@@ -153,6 +176,8 @@ SETTINGS: tuple[Setting, ...] = (
             "0", unit="ms", min="0", max=_INT_MAX),
     Setting("synchronous_commit", "enum", "user", _WAL, "Sets the current transaction's synchronization level.",
             "on", enumvals=("local", "remote_write", "remote_apply", "on", "off")),
+    Setting("synchronous_standby_names", "string", "sighup", "Replication / Primary Server",
+            "Number of synchronous standbys and list of names of potential synchronous ones.", ""),
     Setting("TimeZone", "string", "user", _LOCALE, "Sets the time zone for displaying and interpreting time stamps.",
             "GMT", value="Etc/UTC"),
     Setting("track_commit_timestamp", "bool", "postmaster", _SENDING, "Collects transaction commit time.", "off"),
@@ -165,12 +190,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("wal_level", "enum", "postmaster", _WAL, "Sets the level of information written to the WAL.", "replica",
             value="logical", enumvals=("minimal", "replica", "logical")),
     # In 8 kB blocks up to 10 (2048), in bytes from 11 (xlog.c: wal_segment_size in bytes).
+    Setting("wal_log_hints", "bool", "postmaster", _WAL, "Writes full pages to WAL when first modified after a "
+            "checkpoint, even for a non-critical modification.", "off"),
+    Setting("wal_receiver_timeout", "integer", "sighup", _STANDBY,
+            "Sets the maximum wait time to receive data from the sending server.", "60000", unit="ms", min="0",
+            max=_INT_MAX),
     Setting("wal_segment_size", "integer", "internal", _PRESET, "Shows the size of write ahead log segments.",
             "2048", unit="8kB", min="2048", max="2048", until=11),
     Setting("wal_segment_size", "integer", "internal", _PRESET, "Shows the size of write ahead log segments.",
             "16777216", unit="B", min="1048576", max="1073741824", since=11),
     Setting("wal_sender_timeout", "integer", "user", _SENDING, "Sets the maximum time to wait for WAL replication.",
             "60000", unit="ms", min="0", max=_INT_MAX),
+    Setting("work_mem", "integer", "user", _MEMORY, "Sets the maximum memory to be used for query workspaces.", "4096",
+            unit="kB", min="64", max=_INT_MAX),
 )
 
 #: Sizes of the units, in bytes (memory) and milliseconds (time), largest first

@@ -8,11 +8,19 @@ import pytest
 
 from pgwire_spec.majors import MAJORS
 from pgwire_spec.walsender import ServerState
-from pgwire_spec.walsender._settings import SettingError, lookup, parse_value, show_text
+from pgwire_spec.walsender._settings import SETTINGS, SettingError, lookup, parse_value, show_text
 from pgwire_spec.walsender.scenario import Limits, Scenario, ScenarioError
 
 from .scenarios import accounts
 from .test_sql import _client, _columns, _error, _ok, _rows, _state
+
+
+def test_one_row_per_setting_and_major_in_name_order() -> None:
+    names = [s.name.lower() for s in SETTINGS]
+    assert names == sorted(names)
+    for major in MAJORS:
+        present = [s.name for s in SETTINGS if s.exists(major)]
+        assert len(present) == len(set(present)), major
 
 
 def _show(name: str, value: str, major: int = 16) -> str:

@@ -233,6 +233,12 @@ def test_information_schema_describes_the_scenario_tables(major: int) -> None:
                       "AND kcu.table_schema = tc.table_schema WHERE tc.constraint_type = 'PRIMARY KEY' "
                       "AND tc.table_name = 'typed' ORDER BY kcu.ordinal_position"))
     assert _rows(out) == [("a", "1"), ("b", "2")]
+    if major >= 12:  # a stored generated column (as a real 16 shows it)
+        gen = _client(_state(major, publications={}, transactions=[], tables={"public.g": {"columns": [
+            {"name": "id", "type": "int4", "key": True}, {"name": "twice", "type": "int8", "generated": "id * 2"}]}}))
+        assert _rows(_ok(gen.query("SELECT column_name, column_default, is_generated, generation_expression "
+                                   "FROM information_schema.columns WHERE table_name = 'g'"))) == [
+            ("id", None, "NEVER", None), ("twice", None, "ALWAYS", "(id * 2)")]
     # information_schema is not on the search path; its other views are outside the surface
     assert _error(c.query("SELECT * FROM tables")) == ("42P01", 'relation "tables" does not exist')
     assert _error(c.query("SELECT * FROM information_schema.views"))[0] == "0A000"  # type: ignore[index]

@@ -128,18 +128,23 @@ QUERIES = [
     "SELECT name, setting, unit, category, short_desc, context, vartype, min_val, max_val, enumvals, boot_val "
     "FROM pg_settings WHERE name IN ('wal_level', 'wal_sender_timeout', 'block_size', 'wal_segment_size', "
     "'integer_datetimes', 'standard_conforming_strings', 'IntervalStyle', 'bytea_output', 'track_commit_timestamp', "
-    "'max_slot_wal_keep_size', 'statement_timeout', 'default_transaction_isolation') ORDER BY name",
+    "'max_slot_wal_keep_size', 'statement_timeout', 'default_transaction_isolation', 'work_mem', "
+    "'maintenance_work_mem', 'checkpoint_timeout', 'max_wal_size', 'min_wal_size', 'hot_standby', "
+    "'wal_receiver_timeout', 'synchronous_standby_names', 'password_encryption', 'client_min_messages', "
+    "'max_sync_workers_per_subscription') ORDER BY name",
     "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'wal_level'",
     "SELECT count(*) FROM pg_settings WHERE name = 'timezone'",
     "SELECT current_setting('block_size'), current_setting('IntervalStyle'), current_setting('wal_segment_size')",
     "SHOW max_slot_wal_keep_size",
     # information_schema, as ORMs and Debezium-style clients read it (NOT NULL constraints
     # are named from OIDs up to 17: compared by count)
-    "SELECT * FROM information_schema.tables WHERE table_name IN ('accounts', 'events') ORDER BY table_name",
+    "SELECT * FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('accounts', 'events') "
+    "ORDER BY table_name",
     "SELECT * FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('accounts', 'events') "
     "ORDER BY table_name, ordinal_position",
     "SELECT c.column_name, c.data_type, c.character_maximum_length, c.numeric_precision, c.numeric_scale, "
-    "c.is_nullable, c.udt_name FROM information_schema.columns c WHERE c.table_name = 'events' "
+    "c.is_nullable, c.udt_name FROM information_schema.columns c WHERE c.table_schema = 'public' "
+    "AND c.table_name = 'events' "
     "ORDER BY c.ordinal_position",
     "SELECT tc.table_name, tc.constraint_name, tc.constraint_type, kcu.column_name, kcu.ordinal_position, "
     "kcu.position_in_unique_constraint FROM information_schema.table_constraints tc "
@@ -148,7 +153,7 @@ QUERIES = [
     "WHERE tc.table_schema = 'public' AND tc.constraint_type = 'PRIMARY KEY' "
     "AND tc.table_name IN ('accounts', 'events') ORDER BY 1, 5",
     "SELECT table_name, constraint_type, is_deferrable, initially_deferred, enforced, nulls_distinct, count(*) "
-    "FROM information_schema.table_constraints WHERE table_name IN ('accounts', 'events') "
+    "FROM information_schema.table_constraints WHERE table_schema = 'public' AND table_name IN ('accounts', 'events') "
     "GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2",
     # the scenario's tables themselves, as table sync copies them
     "SELECT * FROM public.accounts ORDER BY id",
