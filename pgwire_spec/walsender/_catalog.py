@@ -20,6 +20,7 @@ from typing import Any
 from ..lsn import format_lsn
 from ..majors import MAJORS
 from ..pgtypes import BUILTIN_TYPES, type_name
+from ._catalog_layout import VIEWS, attnum, relation_natts, relation_oid
 from ._relsync import publication_tables
 from .scenario import Scenario, Table
 from .types import ColumnType
@@ -106,15 +107,19 @@ CATALOG: dict[str, tuple[CatalogColumn, ...]] = {
         "relfrozenxid:xid", "relminmxid:xid"),
     "pg_attribute": _cols(
         "attrelid:oid", "attname:name", "atttypid:oid", "attlen:int2", "attnum:int2", "atttypmod:int4",
-        "attndims:int2", "attbyval:bool", "attalign:char", "attstorage:char", "attnotnull:bool",
+        # attndims and attinhcount: int4 up to 15, int2 from 16 (pg_attribute.h)
+        ("attndims", "int4", 10, 16), ("attndims", "int2", 16), "attbyval:bool", "attalign:char", "attstorage:char", "attnotnull:bool",
         "atthasdef:bool", ("atthasmissing", "bool", 11), "attidentity:char", ("attgenerated", "char", 12),
-        "attisdropped:bool", "attislocal:bool", "attinhcount:int2", "attcollation:oid"),
+        "attisdropped:bool", "attislocal:bool", ("attinhcount", "int4", 10, 16),
+        ("attinhcount", "int2", 16), "attcollation:oid"),
     "pg_type": _cols(
         "oid:oid", "typname:name", "typnamespace:oid", "typowner:oid", "typlen:int2", "typbyval:bool",
         "typtype:char", "typcategory:char", "typispreferred:bool", "typisdefined:bool", "typdelim:char",
         "typrelid:oid", ("typsubscript", "regproc", 14), "typelem:oid", "typarray:oid", "typinput:regproc",
         "typoutput:regproc", "typnotnull:bool",
         "typbasetype:oid", "typtypmod:int4", "typndims:int4", "typcollation:oid"),
+    # Column defaults: none (a scenario's columns have none); pgjdbc's result metadata reads it.
+    "pg_attrdef": _cols("oid:oid", "adrelid:oid", "adnum:int2", "adbin:pg_node_tree", ("adsrc", "text", 10, 12)),
     "pg_index": _cols(
         "indexrelid:oid", "indrelid:oid", "indnatts:int2", ("indnkeyatts", "int2", 11), "indisunique:bool",
         ("indnullsnotdistinct", "bool", 15), "indisprimary:bool", "indisexclusion:bool", "indimmediate:bool",
@@ -373,6 +378,7 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
                 "indisreplident": t.replica_identity == "i", "indkey": keys})
 
     _information_schema(rows, scenario, major, namespaces)
+    _catalog_relations(rows, major)
 
     for name, (oid, array_oid) in BUILTIN_TYPES.items():
         rows["pg_type"].append(_pg_type(oid, name, _FIXED.get(name, -1), name in _BYVAL, "b",
@@ -540,15 +546,52 @@ def _information_schema(rows: dict[str, list[dict[str, Any]]], scenario: Scenari
                     "initially_deferred": "NO", "enforced": "YES", "nulls_distinct": None})
 
 
-def _pg_class(oid: int, name: str, nsp: int, kind: str, natts: int, replident: str, has_index: bool) -> dict[str, Any]:
+#: Catalog columns that may be NULL: every view's, and these of tables (the others are NOT
+#: NULL: fixed-width or BKI_FORCE_NOT_NULL, genbki.pl; pg_attrdef.adbin from 12).
+_NULLABLE = {("pg_publication_rel", "prqual"), ("pg_publication_rel", "prattrs"), ("pg_attrdef", "adsrc")}
+#: Catalogs shared by every database (pg_database.h, pg_auth_members.h: BKI_SHARED_RELATION).
+_SHARED = {"pg_database", "pg_auth_members"}
+
+
+def _catalog_relations(rows: dict[str, list[dict[str, Any]]], major: int) -> None:
+    """pg_class and pg_attribute rows of the catalog relations answered, with their OIDs and
+    their columns' numbers in *major* (so a client can look up the relation a result
+    column's RowDescription names, as pgjdbc's ResultSetMetaData does). information_schema's
+    views have none: initdb gives them OIDs after importing the system's collations, so they
+    differ between installs of one major (their columns' origins are 0 here)."""
+    for rel in CATALOG:
+        oid = relation_oid(rel, major)
+        if not oid:
+            continue
+        view = rel in VIEWS
+        rows["pg_class"].append(_pg_class(oid, rel, PG_CATALOG_OID, "v" if view else "r",
+                                          relation_natts(rel, major), "n", not view, shared=rel in _SHARED))
+        for c in columns_of(rel, major):
+            num = attnum(rel, c.name, major)
+            typ = c.type.removeprefix("_")
+            rows["pg_attribute"].append({
+                "attrelid": oid, "attname": c.name, "atttypid": TYPE_OIDS[c.type], "attlen": _FIXED.get(c.type, -1),
+                "attnum": num, "atttypmod": c.typmod, "attndims": 1 if c.type.startswith("_") else 0,
+                "attbyval": c.type in _BYVAL, "attalign": "i", "attstorage": "p" if c.type in _FIXED else "x",
+                "attnotnull": num < 0 or not (view or (rel, c.name) in _NULLABLE
+                                              or (rel, c.name) == ("pg_attrdef", "adbin") and major < 12),
+                "atthasdef": False, "atthasmissing": False, "attidentity": "", "attgenerated": "",
+                "attisdropped": False, "attislocal": True, "attinhcount": 0,
+                "attcollation": 950 if typ == "name" else 100 if typ == "text" else 0})
+
+
+def _pg_class(oid: int, name: str, nsp: int, kind: str, natts: int, replident: str, has_index: bool,
+              shared: bool = False) -> dict[str, Any]:
+    table = kind in ("r", "i")
     return {"oid": oid, "relname": name, "relnamespace": nsp, "reltype": 0, "reloftype": 0,
-            "relowner": BOOTSTRAP_SUPERUSER, "relam": 403 if kind == "i" else 2, "relfilenode": oid,
+            "relowner": BOOTSTRAP_SUPERUSER, "relam": 403 if kind == "i" else 2 if table else 0,
+            "relfilenode": oid if table else 0,
             "reltablespace": 0, "relpages": 0, "reltuples": -1.0, "relallvisible": 0, "reltoastrelid": 0,
-            "relhasindex": has_index, "relisshared": False, "relpersistence": "p", "relkind": kind,
+            "relhasindex": has_index, "relisshared": shared, "relpersistence": "p", "relkind": kind,
             "relnatts": natts, "relchecks": 0, "relhasrules": False, "relhastriggers": False,
             "relhassubclass": False, "relrowsecurity": False, "relforcerowsecurity": False,
             "relispopulated": True, "relreplident": replident, "relispartition": False, "relrewrite": 0,
-            "relfrozenxid": 0 if kind == "i" else 730, "relminmxid": 0 if kind == "i" else 1}
+            "relfrozenxid": 730 if kind == "r" else 0, "relminmxid": 1 if kind == "r" else 0}
 
 
 #: Built-in types whose input/output functions are named NAME_in/NAME_out (pg_type.dat);

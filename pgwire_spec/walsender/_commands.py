@@ -20,13 +20,10 @@ from ..wire import (
     CopyOutResponse,
     DataRow,
     EmptyQueryResponse,
-    FieldDescription,
     ParameterStatus,
-    RowDescription,
 )
 from . import _sql
 from ._base import Close, Compute, SlotState
-from ._catalog import type_size
 from ._engine import truncated_identifiers
 from .personas import ServerError
 from .scenario import Limits
@@ -264,7 +261,7 @@ class _Commands:
                 self.snapshot_after_history = None
             self.send(CommandComplete(ans.tag))
         elif isinstance(ans, _sql.Result):
-            self._result(ans.columns, ans.rows, ans.tag, ans.modifiers)
+            self._result(ans.columns, ans.rows, ans.tag, ans.fields)
             for name, value in ans.parameters:
                 self.send(ParameterStatus(name, value))
         elif isinstance(ans, _sql.CopyOut):
@@ -274,10 +271,8 @@ class _Commands:
         return self.server.persona.table.command_tag(command)
 
     def _result(self, columns: tuple[tuple[str, int], ...], rows: Any, tag: str,
-                modifiers: tuple[int, ...] = ()) -> None:
-        self.send(RowDescription(tuple(
-            FieldDescription(name, 0, 0, oid, type_size(oid), modifiers[i] if modifiers else -1, 0)
-            for i, (name, oid) in enumerate(columns))))
+                fields: tuple[_sql.FieldInfo, ...] = ()) -> None:
+        self.send(_sql.row_description(columns, fields))
         for row in rows:
             self.send(DataRow(tuple(None if v is None else (v if isinstance(v, bytes) else v.encode())
                                     for v in row)))

@@ -53,13 +53,15 @@ from ._catalog import (
     engine_table,
     format_type,
 )
+from ._catalog_layout import attnum, relation_oid
 from ._relsync import publication_tables
 from ._render import Write
 from ._settings import settings_rows
-from ._sql import Answer, Command, Result, setting
+from ._sql import DEFAULT_FIELD, Answer, Command, FieldInfo, Result, setting
 from .personas import ServerError
 from .publications import ACTIONS, ExpressionError, Publication, PublishedTable, parse_expression
 from .scenario import Table
+from .types import ColumnType
 
 if TYPE_CHECKING:
     from .core import Connection, ServerState
@@ -306,9 +308,15 @@ class _Scope:
         self.major = major
         self.tables = tables
         self.relations: list[tuple[str, tuple[CatalogColumn, ...]]] = []
-        #: (relation, column) -> type modifier, for the scenario's tables' columns and
-        #: the catalog columns that have one.
-        self.modifiers: dict[tuple[str, str], int] = {}
+        #: (relation, column) -> what RowDescription says of it: the type modifier of a
+        #: scenario table's column or a catalog column's, the relation's OID and the column's number for a table's
+        #: or a catalog relation's, a subquery's column's own (markTargetListOrigin).
+        self.fields: dict[tuple[str, str], FieldInfo] = {}
+        #: (relation, column) -> the type OID of a scenario column of a user type (enum …).
+        self.user_types: dict[tuple[str, str], int] = {}
+        #: Columns of JOIN … USING that are the join's own: an unqualified reference to one
+        #: has no origin.
+        self.merged: set[str] = set()
 
     def add_from(self, items: Sequence[Any] | None) -> None:
         for item in items or ():
@@ -318,19 +326,37 @@ class _Scope:
                 if relation is not None:
                     columns = columns_of(relation, self.major)
                     self.relations.append((name, columns))
-                    self.modifiers.update(((name, c.name), c.typmod) for c in columns if c.typmod != -1)
+                    oid = relation_oid(relation, self.major)
+                    self.fields.update(((name, c.name), FieldInfo(c.typmod, oid, attnum(relation, c.name, self.major)))
+                                       for c in columns)
                 elif (table := _user_table(self.tables, item)) is not None:
                     self.relations.append((name, tuple(CatalogColumn(c.name, type_name(c.type.oid) or "text")
                                                        for c in table.columns)))
-                    self.modifiers.update(((name, c.name), c.type.typmod) for c in table.columns)
+                    for i, c in enumerate(table.columns):
+                        self.fields[name, c.name] = FieldInfo(c.type.typmod, table.oid, i + 1,
+                                                              _user_type_size(c.type))
+                        if c.type.is_user_type:
+                            self.user_types[name, c.name] = c.type.oid
             elif isinstance(item, ast.JoinExpr):
                 self.add_from([item.larg, item.rarg])
+                # A JOIN USING column is the left input's (the right's for RIGHT JOIN) from 13;
+                # a FULL JOIN's, and every one before 13, is the join's own (parse_relation.c,
+                # buildMergedJoinVar; markTargetListOrigin reports no join column).
+                if item.jointype.name == "JOIN_FULL" or self.major < 13:
+                    self.merged.update(_names(item.usingClause))
             elif isinstance(item, ast.RangeSubselect) and item.alias and isinstance(item.subquery, ast.SelectStmt):
-                # a subquery in FROM: its result columns, typed as the query would type them
+                # a subquery in FROM: its result columns, typed as the query would type them,
+                # with their origins (markTargetListOrigin copies them up)
                 names = {oid: name for name, oid in TYPE_OIDS.items()}
-                columns = result_columns(item.subquery, self.major, self.tables) or []
-                self.relations.append((item.alias.aliasname, tuple(
+                fields: list[FieldInfo] = []
+                columns = _result_columns(item.subquery, self.major, self.tables, fields) or []
+                alias = item.alias.aliasname
+                self.relations.append((alias, tuple(
                     CatalogColumn(name, names.get(oid or 0, "")) for name, oid in columns)))
+                if len(fields) == len(columns):
+                    self.fields.update(((alias, name), info) for (name, _), info in zip(columns, fields, strict=True))
+                self.user_types.update(((alias, name), oid) for name, oid in columns
+                                       if oid is not None and oid not in names)
             elif isinstance(item, ast.RangeFunction):
                 call = item.functions[0][0] if item.functions and item.functions[0] else None
                 if isinstance(call, ast.FuncCall):
@@ -356,29 +382,39 @@ class _Scope:
                 continue
             for c in cols:
                 if c.name == col:
-                    return TYPE_OIDS.get(c.type)
+                    return self.user_types.get((rel, col)) or TYPE_OIDS.get(c.type)
         return None
 
-    def modifier(self, fields: Sequence[Any]) -> int:
-        """The type modifier of a column reference (-1 but for a table's column)."""
+    def field(self, fields: Sequence[Any]) -> FieldInfo:
+        """What RowDescription says of a column reference besides its name and type."""
         names = _names(fields)
+        if len(names) == 1 and names[0] in self.merged:
+            return DEFAULT_FIELD  # a merged JOIN USING column is no table's (markTargetListOrigin)
         for rel, cols in self.relations:
             if len(names) > 1 and names[-2] != rel:
                 continue
             if any(c.name == names[-1] for c in cols):
-                return self.modifiers.get((rel, names[-1]), -1)
-        return -1
+                return self.fields.get((rel, names[-1]), DEFAULT_FIELD)
+        return DEFAULT_FIELD
 
-    def star_modifiers(self, qualifier: str | None) -> list[int]:
-        return [self.modifiers.get((rel, c.name), -1) for rel, cols in self.relations
+    def star_fields(self, qualifier: str | None) -> list[FieldInfo]:
+        return [self.fields.get((rel, c.name), DEFAULT_FIELD) for rel, cols in self.relations
                 if qualifier is None or qualifier == rel for c in cols]
 
     def star(self, qualifier: str | None) -> list[tuple[str, int | None]]:
         out: list[tuple[str, int | None]] = []
         for rel, cols in self.relations:
             if qualifier is None or qualifier == rel:
-                out.extend((c.name, TYPE_OIDS.get(c.type)) for c in cols)
+                out.extend((c.name, self.user_types.get((rel, c.name)) or TYPE_OIDS.get(c.type)) for c in cols)
         return out
+
+
+def _user_type_size(ct: ColumnType) -> int | None:
+    """RowDescription's size of a scenario column of a user type: an enum's 4 (pg_enum.c),
+    -1 for any other (None: a built-in type's own)."""
+    if not ct.is_user_type:
+        return None
+    return 4 if ct.labels else -1
 
 
 def _expr_type(node: Any, scope: _Scope) -> int | None:
@@ -558,12 +594,11 @@ class SqlEngine:
         try:
             return self._find_table(schema, name).oid
         except ServerError:
+            oid = relation_oid(name, self.major) if schema in (None, "pg_catalog") else 0
+            if oid:
+                return oid  # a catalog relation answered (its OID in this major)
             if missing_ok:
                 return None
-            if name.startswith("pg_") and name in CATALOG:
-                return {"pg_class": 1259, "pg_attribute": 1249, "pg_type": 1247, "pg_namespace": 2615,
-                        "pg_index": 2610, "pg_publication": 6104, "pg_publication_rel": 6106,
-                        "pg_database": 1262}.get(name, 0)
             raise
 
     def _nspname(self, oid: int) -> str:
@@ -805,8 +840,8 @@ class SqlEngine:
     def _select(self, conn: Connection, stmt: ast.SelectStmt, check: Callable[[], None] = _no_checkpoint) -> Answer:
         if stmt.intoClause is not None or stmt.lockingClause:
             raise unsupported(RawStream()(stmt))
-        columns = self._result_columns(stmt)
-        modifiers = result_modifiers(stmt, self.major, self._tables())  # before the rewriting
+        fields: list[FieldInfo] = []
+        columns = _result_columns(stmt, self.major, self._tables(), fields)  # before the rewriting
         self._refresh()
         self._pid = conn.pid
         rewriter = _Rewriter(self, conn)
@@ -835,16 +870,13 @@ class SqlEngine:
         text_rows = tuple(tuple(self._value(v, oid) for v, (_, oid) in zip(row, columns, strict=True))
                           for row in rows)
         return Result(tuple((n, o) for n, o in columns), text_rows, f"SELECT {len(text_rows)}",
-                      modifiers=modifiers if len(modifiers) == len(columns) and set(modifiers) != {-1} else ())
+                      fields=tuple(fields) if len(fields) == len(columns) else ())
 
     def _value(self, v: Any, oid: int) -> str | None:
         if oid in (2205, 2206, 4089) and isinstance(v, int):
             kind = {2205: "regclass", 2206: "regtype", 4089: "regnamespace"}[oid]
             return self._reg_name(kind, v)
         return _text(v, oid)
-
-    def _result_columns(self, stmt: ast.SelectStmt) -> list[tuple[str, int | None]] | None:
-        return result_columns(stmt, self.major, self._tables())
 
 
 def result_columns(stmt: ast.SelectStmt, major: int,
@@ -854,24 +886,22 @@ def result_columns(stmt: ast.SelectStmt, major: int,
     return _result_columns(stmt, major, tables)
 
 
-def result_modifiers(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = ()) -> tuple[int, ...]:
-    """The result columns' type modifiers (RowDescription's atttypmod): a scenario table's
-    column's own, -1 for anything else."""
-    modifiers: list[int] = []
-    _result_columns(stmt, major, tables, modifiers)
-    return tuple(modifiers)
-
-
 def _result_columns(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = (),
-                    modifiers: list[int] | None = None) -> list[tuple[str, int | None]] | None:
+                    fields: list[FieldInfo] | None = None) -> list[tuple[str, int | None]] | None:
+    """The result columns' names and types; *fields* gets what RowDescription says of each
+    besides (see :class:`~._sql.FieldInfo`)."""
     if stmt.op is not None and stmt.op.name != "SETOP_NONE":
-        return _result_columns(stmt.larg, major, tables, modifiers) if stmt.larg is not None else None
+        # a set operation's columns are no table's (the left query's types, no origin)
+        columns = _result_columns(stmt.larg, major, tables) if stmt.larg is not None else None
+        if fields is not None and columns is not None:
+            fields.extend(DEFAULT_FIELD for _ in columns)
+        return columns
     if stmt.valuesLists:
         return None
     scope = _Scope(major, tables)
     scope.add_from(stmt.fromClause)
     out: list[tuple[str, int | None]] = []
-    mods = modifiers if modifiers is not None else []
+    infos = fields if fields is not None else []
     for target in stmt.targetList or ():
         val = target.val
         if isinstance(val, ast.ColumnRef) and isinstance(val.fields[-1], ast.A_Star):
@@ -880,9 +910,9 @@ def _result_columns(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = 
             if not expanded:
                 return None
             out.extend(expanded)
-            mods.extend(scope.star_modifiers(qualifier[-1] if qualifier else None))
+            infos.extend(scope.star_fields(qualifier[-1] if qualifier else None))
             continue
-        mods.append(scope.modifier(val.fields) if isinstance(val, ast.ColumnRef) else -1)
+        infos.append(scope.field(val.fields) if isinstance(val, ast.ColumnRef) else DEFAULT_FIELD)
         name = target.name or _column_name(val) or "?column?"
         oid = _expr_type(val, scope)
         if isinstance(val, ast.TypeCast):
@@ -1194,7 +1224,10 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
             # A function's name, as regprocout writes it for pg_catalog's (no schema).
             return ast.A_Const(isnull=False, val=ast.String(sval=node.arg.val.sval.removeprefix("pg_catalog.")))
         array = "[]" if node.typeName.arrayBounds else ""
-        return ast.TypeCast(arg=node.arg, typeName=ast.TypeName(names=(ast.String(sval=engine_type + array),),
+        arg = node.arg
+        if isinstance(arg, ast.TypeCast):  # 'pg_class'::regclass::oid: the new node is not visited again
+            arg = self.visit_TypeCast(ancestors, arg) or arg
+        return ast.TypeCast(arg=arg, typeName=ast.TypeName(names=(ast.String(sval=engine_type + array),),
                                                                 setof=False, pct_type=False, typemod=-1))
 
 

@@ -38,7 +38,6 @@ from ..wire import (
     DataRow,
     Describe,
     Execute,
-    FieldDescription,
     Flush,
     NoData,
     ParameterDescription,
@@ -46,12 +45,10 @@ from ..wire import (
     Parse,
     ParseComplete,
     PortalSuspended,
-    RowDescription,
     Sync,
 )
 from ..wire import Close as CloseMessage
 from . import _sql
-from ._catalog import type_size
 from ._commands import MAX_SQL_INLINE
 from ._engine import (
     bind_parameters,
@@ -152,6 +149,8 @@ class _Portal:
     deferred: str | None = None
     #: Its result columns (None: it returns no rows), for a Describe before it runs.
     columns: tuple[tuple[str, int], ...] | None = None
+    #: What RowDescription says of each besides (empty: the defaults).
+    fields: tuple[_sql.FieldInfo, ...] = ()
 
 
 def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
@@ -257,20 +256,17 @@ class _Extended:
                 raise ServerError("0A000", f"the fake walsender cannot tell the columns of a statement calling "
                                            f"{stmt.slot_function} before it runs",
                                   hint="Name the function's columns (SELECT * FROM the function).")
-            answer, columns = None, stmt.columns if stmt.returns_rows else None
+            answer, columns, fields = None, stmt.columns if stmt.returns_rows else None, ()
         else:
             answer = self._evaluate(bound)
             columns = answer.columns if isinstance(answer, _sql.Result) else None
+            fields = answer.fields if isinstance(answer, _sql.Result) else ()
         result_formats = _formats(msg.result_formats, len(columns or ()), "result")
         if any(f not in (0, 1) for f in result_formats):
             raise ServerError("08P01", f"unsupported format code: {next(f for f in result_formats if f not in (0, 1))}")
         self.portals[msg.portal] = _Portal(answer, result_formats, deferred=bound if stmt.effects else None,
-                                           columns=columns)
+                                           columns=columns, fields=fields)
         self.send(BindComplete())
-
-    def _row_description(self, columns: tuple[tuple[str, int], ...], formats: tuple[int, ...]) -> RowDescription:
-        return RowDescription(tuple(FieldDescription(name, 0, 0, oid, type_size(oid), -1, fmt)
-                                    for (name, oid), fmt in zip(columns, formats, strict=True)))
 
     def _describe(self, msg: Describe) -> None:
         if msg.kind == "S":
@@ -287,18 +283,18 @@ class _Extended:
                     raise ServerError("0A000", f"the fake walsender cannot tell the columns of a statement "
                                                f"calling {stmt.slot_function} before it runs",
                                       hint="Name the function's columns (SELECT * FROM the function).")
-                self.send(self._row_description(stmt.columns, (0,) * len(stmt.columns)))
+                self.send(_sql.row_description(stmt.columns))
                 return
             answer = self._evaluate(bind_parameters(stmt.sql, [None] * len(stmt.parameter_types),
                                                     stmt.parameter_types))
             if isinstance(answer, _sql.Result):
-                self.send(self._row_description(answer.columns, (0,) * len(answer.columns)))
+                self.send(_sql.row_description(answer.columns, answer.fields))
             else:
                 self.send(NoData())
             return
         portal = self._portal_named(msg.name)
         if portal.columns is not None:
-            self.send(self._row_description(portal.columns, portal.formats))
+            self.send(_sql.row_description(portal.columns, portal.fields, portal.formats))
         else:
             self.send(NoData())
 

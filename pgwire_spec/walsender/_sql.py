@@ -16,20 +16,50 @@ values as text). Anything else gets a clear ErrorResponse; the connection goes o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..wire import FieldDescription, RowDescription
+from ._catalog import type_size
 from ._relsync import PubTable, publication_tables
 from ._settings import lookup, show_text, values
 from .personas import Persona, ServerError
 from .publications import Expression, ExpressionError, parse_expression
 from .scenario import Column, Limits, Scenario, Table
 
-__all__ = ["Result", "Command", "CopyOut", "Empty", "NotAnswered", "answer", "setting", "split_statements",
+__all__ = ["FieldInfo", "row_description", "Result", "Command", "CopyOut", "Empty", "NotAnswered", "answer", "setting", "split_statements",
            "quote_ident"]
 
 # type OIDs of the result columns real servers use
 TEXT, NAME, OID, CHAR, BOOL, INT2, INT4, INT2VECTOR, NAME_ARRAY = 25, 19, 26, 18, 16, 21, 23, 22, 1003
+
+
+@dataclass(frozen=True, slots=True)
+class FieldInfo:
+    """A result column's RowDescription fields besides its name and type (printtup.c
+    SendRowDescriptionMessage): the type modifier (a table's ``numeric(10,2)`` column's),
+    and, for a plain column of a table or view, the relation's OID and the column's
+    attribute number (parse_target.c markTargetListOrigin; 0 and 0 for anything else);
+    *size* overrides the type's own length (a scenario's enum type: 4)."""
+
+    typmod: int = -1
+    table: int = 0
+    column: int = 0
+    size: int | None = None
+
+
+DEFAULT_FIELD = FieldInfo()
+
+
+def row_description(columns: Sequence[tuple[str, int]], fields: Sequence[FieldInfo] = (),
+                    formats: Sequence[int] = ()) -> RowDescription:
+    """RowDescription of result *columns* (name, type OID), with their *fields* (none: the
+    defaults) and *formats* (none: all text)."""
+    return RowDescription(tuple(
+        FieldDescription(name, info.table, info.column, oid, type_size(oid) if info.size is None else info.size,
+                         info.typmod, formats[i] if formats else 0)
+        for i, ((name, oid), info) in enumerate(zip(columns, fields or [DEFAULT_FIELD] * len(columns), strict=True))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +71,9 @@ class Result:
     tag: str
     #: ParameterStatus to send after CommandComplete (a GUC_REPORT setting changed).
     parameters: tuple[tuple[str, str], ...] = ()
-    #: The columns' type modifiers (a table's ``numeric(10,2)`` column), when not all -1.
-    modifiers: tuple[int, ...] = ()
+    #: What RowDescription says of each column besides its name and type, when the parse
+    #: tree knows it (empty: the defaults for every column).
+    fields: tuple[FieldInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

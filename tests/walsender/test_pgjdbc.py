@@ -1,7 +1,7 @@
 """pgjdbc as a real client, unmodified (Debian's libpostgresql-jdbc-java), against the fake
 and against a real PostgreSQL 15 holding the same tables: the program in
 data/pgjdbc/PgjdbcClient.java reads the catalogs over the extended query protocol as a
-Debezium connector does on connect, creates a publication and a slot, streams one
+Debezium connector does on connect (and where ResultSetMetaData says each column comes from), creates a publication and a slot, streams one
 transaction through pgjdbc's replication API and acknowledges it; both servers (15, and 18
 with the 18 persona) must give it the same output. And the extended protocol's errors, message by message, on both."""
 
@@ -63,6 +63,11 @@ def test_pgjdbc_demo_gives_the_same_output_on_the_fake_and_a_real_server(
     assert ours[-8:] == ["message B", "message R public.accounts", "message I", "message U", "message D",
                          "message C", "confirmed_flush_lsn reached the commit: true", "slot dropped"]
     assert "binary-params row: 42 7 t null" in ours and "bad-query: 42703" in ours
+    # ResultSetMetaData found each column's relation by RowDescription's table OID and number
+    assert "origins column who: table accounts schema public column name nullable 1 auto-increment false " \
+           "type text" in ours
+    assert "origins column relname: table pg_class schema pg_catalog column relname nullable 0 " \
+           "auto-increment false type name" in ours
     # pgjdbc ran its catalog reads over the extended protocol, its replication over simple queries
     kinds = {type(e.message).__name__ for e in server.transcript.entries if e.direction == "F"}
     assert {"Parse", "Bind", "Describe", "Execute", "Sync", "Close", "Query"} <= kinds

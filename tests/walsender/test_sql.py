@@ -16,16 +16,23 @@ from pgwire_spec.lsn import parse_lsn
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from pgwire_spec.walsender import ServerState
+from pgwire_spec.walsender._catalog import CATALOG, columns_of
+from pgwire_spec.walsender._catalog_layout import attnum, relation_natts, relation_oid
 from pgwire_spec.walsender._engine import truncated_identifiers
 from pgwire_spec.walsender.personas import ServerError
 from pgwire_spec.walsender.scenario import Limits, Scenario
 from pgwire_spec.wire import (
+    Bind,
     CommandComplete,
     CopyData,
     DataRow,
+    Describe,
     ErrorResponse,
+    Execute,
     NoticeResponse,
+    Parse,
     RowDescription,
+    Sync,
 )
 
 from ._client import Client
@@ -62,6 +69,113 @@ def _error(out: list[Any]) -> tuple[str, str] | None:
 def _ok(out: list[Any]) -> list[Any]:
     assert _error(out) is None, _error(out)
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# RowDescription: a plain column's table OID and attribute number, user types
+# ------------------------------------------------------------------------------------------
+
+#: A table with an enum column and a type the fake knows by name only.
+_TYPED = {"public.events": {"oid": 16500, "replica_identity": "full", "columns": [
+    {"name": "kind", "type": "varchar(20)"},
+    {"name": "mood", "type": {"oid": 16385, "name": "mood", "enum": ["sad", "ok", "happy"]}},
+    {"name": "spot", "type": {"oid": 16400, "name": "spot"}}],
+    "rows": [{"kind": "open", "mood": "ok", "spot": "(1,2)"}]}}
+
+
+def _fields(out: list[Any]) -> list[tuple[str, int, int, int, int, int]]:
+    desc = next(msg for msg in out if isinstance(msg, RowDescription))
+    return [(f.name, f.table_oid, f.column_number, f.type_oid, f.type_size, f.type_modifier) for f in desc.fields]
+
+
+def test_a_tables_plain_columns_carry_its_oid_and_their_numbers() -> None:
+    state = _state()
+    oid = state.scenario.tables[0].oid
+    c = _client(state)
+    # parse_target.c markTargetListOrigin: a plain column (through an alias, a subquery in
+    # FROM, *), not an expression, an aggregate, a cast or a set operation's column
+    assert _fields(_ok(c.query("SELECT * FROM accounts"))) == [
+        ("id", oid, 1, 23, 4, -1), ("name", oid, 2, 25, -1, -1), ("amount", oid, 3, 1700, -1, -1)]
+    assert [f[:3] for f in _fields(_ok(c.query(
+        "SELECT a.amount, a.id AS n, (a.name), a.id + 1, 1 AS one, a.id::int8, count(*) OVER () "
+        "FROM public.accounts a")))] == [
+        ("amount", oid, 3), ("n", oid, 1), ("name", oid, 2), ("?column?", 0, 0), ("one", 0, 0), ("id", 0, 0),
+        ("count", 0, 0)]
+    assert [f[:3] for f in _fields(_ok(c.query("SELECT x.name, x.k FROM (SELECT name, 1 AS k FROM accounts) x")))] \
+        == [("name", oid, 2), ("k", 0, 0)]
+    assert [f[:3] for f in _fields(_ok(c.query("SELECT id FROM accounts UNION SELECT 2")))] == [("id", 0, 0)]
+    assert [f[:3] for f in _fields(_ok(c.query("SELECT max(id) FROM accounts")))] == [("max", 0, 0)]
+
+
+@pytest.mark.parametrize("major", [10, 11, 15, 16, 17, 18])
+def test_catalog_columns_carry_the_relations_oid_and_the_majors_numbers(major: int) -> None:
+    c = _client(_state(major))
+    # tables: their fixed OIDs (catalog/pg_*.h); a column's number as the major has it
+    # (pg_attribute.attnum: 6 up to 15, 5 from 16; oid a system column up to 11)
+    out = _ok(c.query("SELECT c.relname, c.oid, a.attnum, t.typname FROM pg_class c JOIN pg_attribute a "
+                      "ON a.attrelid = c.oid JOIN pg_type t ON t.oid = a.atttypid"))
+    assert [f[:3] for f in _fields(out)] == [
+        ("relname", 1259, 1 if major < 12 else 2), ("oid", 1259, -2 if major < 12 else 1),
+        ("attnum", 1249, 6 if major < 16 else 5), ("typname", 1247, 1 if major < 12 else 2)]
+    # a view: the view's own OID (initdb assigns it; one per major), as regclass gives it
+    out = _ok(c.query("SELECT s.slot_name, 'pg_replication_slots'::regclass::oid AS view FROM pg_replication_slots s"))
+    slot_name, view = [f[:3] for f in _fields(out)]
+    view_oid = int(_rows(_ok(c.query("SELECT 'pg_replication_slots'::regclass::oid")))[0][0] or 0)
+    assert slot_name == ("slot_name", view_oid, 1) and view_oid > 0 and view == ("view", 0, 0)
+    # a function's column is no relation's
+    assert [f[:3] for f in _fields(_ok(c.query("SELECT * FROM pg_current_wal_lsn()")))] == [
+        ("pg_current_wal_lsn", 0, 0)]
+
+
+def test_every_catalog_relation_answered_has_its_oid_and_column_numbers_in_every_major() -> None:
+    # a relation added to CATALOG needs its place in _catalog_layout.py (captured from real servers)
+    for major in range(10, 19):
+        for rel in CATALOG:
+            columns = columns_of(rel, major)
+            if not columns or rel.startswith("information_schema."):  # no OID that holds across installs
+                continue
+            assert relation_oid(rel, major) > 0, (rel, major)
+            numbers = [attnum(rel, c.name, major) for c in columns]
+            assert 0 not in numbers and len(set(numbers)) == len(numbers), (rel, major, numbers)
+            assert max(numbers) <= relation_natts(rel, major), (rel, major)
+
+
+@pytest.mark.parametrize("major", [12, 13])
+def test_a_join_using_column_is_the_left_tables_from_13(major: int) -> None:
+    c = _client(_state(major))
+    out = _ok(c.query("SELECT oid, relname FROM pg_class JOIN pg_namespace USING (oid)"))
+    assert [f[:3] for f in _fields(out)] == [("oid", 1259, 1) if major >= 13 else ("oid", 0, 0),
+                                             ("relname", 1259, 2)]
+    out = _ok(c.query("SELECT oid FROM pg_class FULL JOIN pg_namespace USING (oid)"))
+    assert [f[:3] for f in _fields(out)] == [("oid", 0, 0)]
+
+
+def test_columns_of_user_types_are_described_with_their_types() -> None:
+    state = _state(tables=_TYPED, publications={}, transactions=[])
+    c = _client(state)
+    out = _ok(c.query("SELECT * FROM events"))
+    # an enum: its OID and 4 bytes (pg_enum.c); another user type: its OID, variable size;
+    # values in their text form
+    assert _fields(out) == [("kind", 16500, 1, 1043, -1, 24), ("mood", 16500, 2, 16385, 4, -1),
+                            ("spot", 16500, 3, 16400, -1, -1)]
+    assert _rows(out) == [("open", "ok", "(1,2)")]
+    out = _ok(c.query("SELECT e.mood, e.mood::text AS t FROM events e WHERE e.mood = 'ok'"))
+    assert [(f[0], f[3]) for f in _fields(out)] == [("mood", 16385), ("t", 25)] and _rows(out) == [("ok", "ok")]
+    out = _ok(c.query("SELECT x.mood FROM (SELECT mood FROM events) x"))
+    assert _fields(out) == [("mood", 16500, 2, 16385, 4, -1)]
+
+
+def test_the_extended_protocol_describes_as_the_simple_one() -> None:
+    state = _state(tables=_TYPED, publications={}, transactions=[])
+    c = _client(state)
+    simple = _fields(_ok(c.query("SELECT kind, mood FROM events")))
+    c.send(Parse("s", "SELECT kind, mood FROM events"), Describe("S", "s"), Bind("p", "s"), Describe("P", "p"),
+           Execute("p", 0), Sync())
+    out = _ok(c.pump())
+    described = [[(f.name, f.table_oid, f.column_number, f.type_oid, f.type_size, f.type_modifier) for f in m.fields]
+                 for m in out if isinstance(m, RowDescription)]
+    assert described == [simple, simple] and simple[0][5] == 24  # varchar(20)'s modifier too
+
 
 
 # ------------------------------------------------------------------------------------------

@@ -160,7 +160,39 @@ QUERIES = [
     "SELECT id, name, amount FROM accounts WHERE id = 1",
     "SELECT e.kind, e.n, e.ok, e.tags, e.at FROM public.events e ORDER BY e.n",
     "SELECT count(*), max(n) FROM public.events WHERE ok",
+    # RowDescription's origins (compared by the relation's name, not its OID): a user type's
+    # column, a subquery's, a view's, a join's, a set operation's
+    "SELECT e.mood, e.kind, x.mood AS again FROM public.events e, (SELECT mood FROM public.events) x WHERE false",
+    "SELECT s.slot_name, s.active, r.rolname FROM pg_replication_slots s, pg_roles r WHERE false",
+    "SELECT c.oid, relname FROM pg_class c JOIN pg_namespace USING (oid) WHERE false",
+    "SELECT id FROM public.accounts UNION ALL SELECT 2 ORDER BY 1",
+    # pgjdbc's ResultSetMetaData (PgResultSetMetaData.fetchFieldMetaData) for two origins
+    "SELECT c.relname, n.nspname, a.attname, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull), "
+    "a.attidentity != '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%nextval(%' "
+    "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON (c.relnamespace = n.oid) "
+    "JOIN pg_catalog.pg_attribute a ON (c.oid = a.attrelid) JOIN pg_catalog.pg_type t ON (a.atttypid = t.oid) "
+    "LEFT JOIN pg_catalog.pg_attrdef d ON (d.adrelid = a.attrelid AND d.adnum = a.attnum) "
+    "JOIN (SELECT 'public.accounts'::regclass::oid AS oid, 2 AS attnum UNION ALL "
+    "SELECT 'pg_class'::regclass::oid, 2 UNION ALL SELECT 'pg_replication_slots'::regclass::oid, 1) vals "
+    "ON (c.oid = vals.oid AND a.attnum = vals.attnum) ORDER BY 1",
 ]
+
+
+def _origin(cur: Any, table_oid: int | None) -> str | None:
+    """The relation a result column comes from (RowDescription's table OID), by name: OIDs
+    differ between servers and majors, the relation they name does not."""
+    if not table_oid:
+        return None
+    cur.execute("SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = %s", (table_oid,))
+    return str(cur.fetchone()[0])
+
+
+def _type(cur: Any, oid: int) -> int | str:
+    """A built-in type's OID; a user type's name (its OID is the server's to assign)."""
+    if oid < 16384:
+        return oid
+    cur.execute("SELECT format_type(%s, NULL)", (oid,))
+    return str(cur.fetchone()[0])
 
 
 def _answers(dsn: str, setup: list[str]) -> list[Any]:
@@ -170,9 +202,9 @@ def _answers(dsn: str, setup: list[str]) -> list[Any]:
 
 
 def _outcomes(dsn: str, statements: Sequence[str], setup: Sequence[str] = (), cleanup: Sequence[str] = ()) -> list[Any]:
-    """Each statement's command tag, column names, type OIDs and sizes and rows (text), or
-    its SQLSTATE and message, over psycopg2 (simple protocol), after *setup*, before
-    *cleanup*."""
+    """Each statement's command tag, column names, type OIDs (a user type's by name), sizes,
+    origins (the relation's name and the column's number) and rows (text), or its SQLSTATE
+    and message, over psycopg2 (simple protocol), after *setup*, before *cleanup*."""
     import psycopg2
 
     out: list[Any] = []
@@ -188,9 +220,12 @@ def _outcomes(dsn: str, statements: Sequence[str], setup: Sequence[str] = (), cl
                 except psycopg2.Error as exc:
                     out.append((sql, "error", exc.pgcode, exc.diag.message_primary))
                     continue
-                columns = [(d.name, d.type_code, d.internal_size) for d in cur.description or ()]
-                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()] if columns else []
-                out.append((sql, cur.statusmessage, columns, rows))
+                status, description = cur.statusmessage, list(cur.description or ())
+                rows = [tuple(None if v is None else str(v) for v in row) for row in cur.fetchall()] \
+                    if description else []
+                columns = [(d.name, _type(cur, d.type_code), d.internal_size, d.table_column,
+                            _origin(cur, d.table_oid)) for d in description]
+                out.append((sql, status, columns, rows))
             for sql in cleanup:
                 cur.execute(sql)
     finally:

@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.postgresql.PGConnection;
 import org.postgresql.PGProperty;
+import org.postgresql.PGResultSetMetaData;
 import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
@@ -82,6 +83,21 @@ public final class PgjdbcClient {
                 row.append(' ').append(rs.getString(i));
             }
             System.out.println(row);
+        }
+    }
+
+    /** Where each column comes from, as ResultSetMetaData tells it (pgjdbc looks the
+     *  relation and the column up by RowDescription's table OID and column number). */
+    private static void metadata(Connection c, String label, String sql) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            ResultSetMetaData md = rs.getMetaData();
+            PGResultSetMetaData pg = md.unwrap(PGResultSetMetaData.class);
+            for (int i = 1; i <= md.getColumnCount(); i++) {
+                System.out.println(label + " column " + md.getColumnLabel(i) + ": table " + md.getTableName(i)
+                        + " schema " + pg.getBaseSchemaName(i) + " column " + pg.getBaseColumnName(i)
+                        + " nullable " + md.isNullable(i) + " auto-increment " + md.isAutoIncrement(i)
+                        + " type " + md.getColumnTypeName(i));
+            }
         }
     }
 
@@ -148,6 +164,8 @@ public final class PgjdbcClient {
             System.out.println("bad-query: " + e.getSQLState());
         }
         query(c, "after-error", "SELECT ? AS still_working", "yes");
+        metadata(c, "origins", "SELECT a.id, a.name AS who, a.id + 1 AS more, c.relname, s.slot_name "
+                + "FROM public.accounts a, pg_catalog.pg_class c, pg_replication_slots s WHERE false");
     }
 
     private static String lsn(LogSequenceNumber l) {
