@@ -20,7 +20,7 @@ from typing import Any
 from ..lsn import format_lsn
 from ..majors import MAJORS
 from ..pgtypes import BUILTIN_TYPES, type_name
-from ._catalog_layout import VIEWS, attnum, relation_natts, relation_oid
+from ._catalog_layout import VIEWS, attnum, namespace_oid, relation_natts, relation_oid
 from ._relsync import publication_tables
 from .scenario import Scenario, Table
 from .types import ColumnType
@@ -329,6 +329,7 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
     namespaces = {"pg_catalog": PG_CATALOG_OID, "public": PUBLIC_OID}
     for t in scenario.tables:
         namespaces.setdefault(t.schema, _GENERATED_OIDS - 1000 + len(namespaces))
+    namespaces.setdefault("information_schema", namespace_oid("information_schema", major))
     for name, oid in namespaces.items():
         rows["pg_namespace"].append({"oid": oid, "nspname": name, "nspowner": BOOTSTRAP_SUPERUSER})
     rows["pg_database"].append({"oid": DATABASE_OID, "datname": scenario.server.database,
@@ -556,15 +557,14 @@ _SHARED = {"pg_database", "pg_auth_members"}
 def _catalog_relations(rows: dict[str, list[dict[str, Any]]], major: int) -> None:
     """pg_class and pg_attribute rows of the catalog relations answered, with their OIDs and
     their columns' numbers in *major* (so a client can look up the relation a result
-    column's RowDescription names, as pgjdbc's ResultSetMetaData does). information_schema's
-    views have none: initdb gives them OIDs after importing the system's collations, so they
-    differ between installs of one major (their columns' origins are 0 here)."""
+    column's RowDescription names, as pgjdbc's ResultSetMetaData does)."""
     for rel in CATALOG:
         oid = relation_oid(rel, major)
         if not oid:
             continue
         view = rel in VIEWS
-        rows["pg_class"].append(_pg_class(oid, rel, PG_CATALOG_OID, "v" if view else "r",
+        schema, _, name = rel.rpartition(".")
+        rows["pg_class"].append(_pg_class(oid, name, namespace_oid(schema or "pg_catalog", major), "v" if view else "r",
                                           relation_natts(rel, major), "n", not view, shared=rel in _SHARED))
         for c in columns_of(rel, major):
             num = attnum(rel, c.name, major)

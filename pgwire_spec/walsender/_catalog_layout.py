@@ -6,6 +6,9 @@ Captured from real PostgreSQL 10-18 (``pg_class.oid`` of the relation in ``pg_ca
 ``pg_attribute.attnum``). The tables' OIDs are fixed in their catalog headers
 (``src/include/catalog/pg_class.h`` … ``CATALOG(pg_class,1259,…)``); a system view's is
 assigned by initdb as it runs system_views.sql, the same for every install of one major.
+information_schema (its schema and views) is created after initdb imports the system's
+collations, so its OIDs differ between installs of one major: these are one install's
+(PostgreSQL's npm builds); the attribute numbers hold for all.
 Each fact is a step function of the major: ``((first major, value), …)``; a value of None:
 the relation or column does not exist in that major. Up to 11 ``oid`` is a system column
 (WITH OIDS), attribute number -2 (ObjectIdAttributeNumber, sysattr.h).
@@ -13,7 +16,8 @@ the relation or column does not exist in that major. Up to 11 ``oid`` is a syste
 
 from __future__ import annotations
 
-__all__ = ["RELATION_OIDS", "RELATION_NATTS", "VIEWS", "ATTNUMS", "relation_oid", "relation_natts", "attnum"]
+__all__ = ["RELATION_OIDS", "RELATION_NATTS", "VIEWS", "ATTNUMS", "NAMESPACE_OIDS", "relation_oid", "relation_natts",
+           "attnum", "namespace_oid"]
 
 Steps = tuple[tuple[int, int | None], ...]
 
@@ -36,6 +40,10 @@ RELATION_OIDS: dict[str, Steps] = {
     "pg_replication_slots": ((10, 11699), (11, 11767), (12, 12268), (13, 12273), (14, 12466), (15, 12257), (18, 12261)),
     "pg_settings": ((10, 11600), (11, 11668), (12, 12166), (13, 12165), (14, 12321), (15, 12104)),
     "pg_stat_replication": ((10, 11686), (11, 11754), (12, 12252), (13, 12254), (14, 12440), (15, 12227), (18, 12231)),
+    "information_schema.tables": ((10, 12821), (11, 12971), (12, 13277), (13, 13264), (14, 13547), (15, 13342), (16, 13345), (17, 13351), (18, 13361)),
+    "information_schema.columns": ((10, 12715), (11, 12865), (12, 13171), (13, 13173), (14, 13417), (15, 13212), (16, 13215), (17, 13222), (18, 13232)),
+    "information_schema.table_constraints": ((10, 12810), (11, 12960), (12, 13266), (13, 13253), (14, 13533), (15, 13328), (16, 13331), (17, 13337), (18, 13347)),
+    "information_schema.key_column_usage": ((10, 12742), (11, 12892), (12, 13198), (13, 13200), (14, 13451), (15, 13246), (16, 13249), (17, 13255), (18, 13265)),
 }
 
 #: Catalog relation -> its number of columns (pg_class.relnatts) by major.
@@ -57,11 +65,20 @@ RELATION_NATTS: dict[str, Steps] = {
     "pg_replication_slots": ((10, 12), (13, 14), (14, 15), (16, 16), (17, 20), (18, 21)),
     "pg_settings": ((10, 17),),
     "pg_stat_replication": ((10, 19), (12, 20)),
+    "information_schema.tables": ((10, 12),),
+    "information_schema.columns": ((10, 44),),
+    "information_schema.table_constraints": ((10, 9), (11, 10), (15, 11)),
+    "information_schema.key_column_usage": ((10, 9),),
+}
+
+#: A schema other than pg_catalog holding catalog relations -> its OID by major.
+NAMESPACE_OIDS: dict[str, Steps] = {
+    "information_schema": ((10, 12649), (11, 12794), (12, 13096), (13, 13099), (14, 13329), (15, 13124), (16, 13127), (17, 13134), (18, 13144)),
 }
 
 #: The relations that are views (system_views.sql); the others are tables.
 VIEWS = frozenset(('pg_publication_tables', 'pg_replication_slots', 'pg_roles', 'pg_settings',
-                   'pg_stat_replication'))
+                   'pg_stat_replication', 'information_schema.tables', 'information_schema.columns', 'information_schema.table_constraints', 'information_schema.key_column_usage'))
 
 #: Catalog relation -> column -> its attribute number by major.
 ATTNUMS: dict[str, dict[str, Steps]] = {
@@ -303,6 +320,90 @@ ATTNUMS: dict[str, dict[str, Steps]] = {
         "sync_state": ((10, 19),),
         "reply_time": ((10, None), (12, 20)),
     },
+    "information_schema.tables": {
+        "table_catalog": ((10, 1),),
+        "table_schema": ((10, 2),),
+        "table_name": ((10, 3),),
+        "table_type": ((10, 4),),
+        "self_referencing_column_name": ((10, 5),),
+        "reference_generation": ((10, 6),),
+        "user_defined_type_catalog": ((10, 7),),
+        "user_defined_type_schema": ((10, 8),),
+        "user_defined_type_name": ((10, 9),),
+        "is_insertable_into": ((10, 10),),
+        "is_typed": ((10, 11),),
+        "commit_action": ((10, 12),),
+    },
+    "information_schema.columns": {
+        "table_catalog": ((10, 1),),
+        "table_schema": ((10, 2),),
+        "table_name": ((10, 3),),
+        "column_name": ((10, 4),),
+        "ordinal_position": ((10, 5),),
+        "column_default": ((10, 6),),
+        "is_nullable": ((10, 7),),
+        "data_type": ((10, 8),),
+        "character_maximum_length": ((10, 9),),
+        "character_octet_length": ((10, 10),),
+        "numeric_precision": ((10, 11),),
+        "numeric_precision_radix": ((10, 12),),
+        "numeric_scale": ((10, 13),),
+        "datetime_precision": ((10, 14),),
+        "interval_type": ((10, 15),),
+        "interval_precision": ((10, 16),),
+        "character_set_catalog": ((10, 17),),
+        "character_set_schema": ((10, 18),),
+        "character_set_name": ((10, 19),),
+        "collation_catalog": ((10, 20),),
+        "collation_schema": ((10, 21),),
+        "collation_name": ((10, 22),),
+        "domain_catalog": ((10, 23),),
+        "domain_schema": ((10, 24),),
+        "domain_name": ((10, 25),),
+        "udt_catalog": ((10, 26),),
+        "udt_schema": ((10, 27),),
+        "udt_name": ((10, 28),),
+        "scope_catalog": ((10, 29),),
+        "scope_schema": ((10, 30),),
+        "scope_name": ((10, 31),),
+        "maximum_cardinality": ((10, 32),),
+        "dtd_identifier": ((10, 33),),
+        "is_self_referencing": ((10, 34),),
+        "is_identity": ((10, 35),),
+        "identity_generation": ((10, 36),),
+        "identity_start": ((10, 37),),
+        "identity_increment": ((10, 38),),
+        "identity_maximum": ((10, 39),),
+        "identity_minimum": ((10, 40),),
+        "identity_cycle": ((10, 41),),
+        "is_generated": ((10, 42),),
+        "generation_expression": ((10, 43),),
+        "is_updatable": ((10, 44),),
+    },
+    "information_schema.table_constraints": {
+        "constraint_catalog": ((10, 1),),
+        "constraint_schema": ((10, 2),),
+        "constraint_name": ((10, 3),),
+        "table_catalog": ((10, 4),),
+        "table_schema": ((10, 5),),
+        "table_name": ((10, 6),),
+        "constraint_type": ((10, 7),),
+        "is_deferrable": ((10, 8),),
+        "initially_deferred": ((10, 9),),
+        "enforced": ((10, None), (11, 10)),
+        "nulls_distinct": ((10, None), (15, 11)),
+    },
+    "information_schema.key_column_usage": {
+        "constraint_catalog": ((10, 1),),
+        "constraint_schema": ((10, 2),),
+        "constraint_name": ((10, 3),),
+        "table_catalog": ((10, 4),),
+        "table_schema": ((10, 5),),
+        "table_name": ((10, 6),),
+        "column_name": ((10, 7),),
+        "ordinal_position": ((10, 8),),
+        "position_in_unique_constraint": ((10, 9),),
+    },
 }
 
 
@@ -328,3 +429,8 @@ def attnum(relation: str, column: str, major: int) -> int:
 def relation_natts(relation: str, major: int) -> int:
     """pg_class.relnatts of a catalog relation in *major*."""
     return _at(RELATION_NATTS.get(relation, ()), major) or 0
+
+
+def namespace_oid(schema: str, major: int) -> int:
+    """The OID of pg_catalog or of another schema of :data:`NAMESPACE_OIDS` in *major*."""
+    return 11 if schema == "pg_catalog" else _at(NAMESPACE_OIDS.get(schema, ()), major) or 0
