@@ -94,6 +94,8 @@ class TxnEvent:
     origin: tuple[str, int] | None = None
     gid: str | None = None
     stream: bool | None = None
+    #: Whether a subtransaction of it was rolled back (a SubAbort among the items).
+    rollbacks: bool = False
 
 
 @dataclass(slots=True)
@@ -361,6 +363,7 @@ class _Compiler:
                     xids = frozenset({subxid} | {it.xid for it in event.items[start:] if isinstance(it, ChangeEvent)}
                                      | {it.subxid for it in event.items[start:] if isinstance(it, SubAbort)})
                     event.items.append(SubAbort(subxid, self.advance(_ABORT_RECORD), self.tick(None), xids))
+                    event.rollbacks = True
                 else:
                     undo.extend(inner)
                 continue

@@ -217,30 +217,32 @@ class Items(Sequence[Write | Notice]):
 
 class Frames:
     """Every Write of a plan framed once (CopyData, XLogData header, payload), shared by the
-    connections that stream the plan, cut around the sendTime fields so that a run of frames
-    with a fresh sendTime is one ``stamp.join(…)``: ``heads[w]`` is frame w up to its
-    sendTime, ``payloads[w]`` its payload, ``mids[w]`` = ``payloads[w] + heads[w + 1]``.
+    connections that stream the plan, cut around the sendTime field: ``heads[w]`` is frame
+    w up to its sendTime, ``payloads[w]`` its payload; a run of frames with a fresh
+    sendTime is one ``bytes.join`` (:meth:`run`).
 
     Items are indexed as in the plan (a Notice is no frame): ``offsets[i]`` is where item i
-    starts in the framed stream, ``writes[i]`` the number of Writes before item i,
-    ``max_lsn[i]`` the highest write LSN up to item i; :meth:`next_notice` the first Notice
-    at or after item i. Framed as the plan grows (:meth:`extend`)."""
+    starts in the framed stream, ``writes[i]`` the number of Writes before item i;
+    :meth:`next_notice` the first Notice at or after item i. Framed as the plan grows
+    (:meth:`extend`)."""
 
-    __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "max_lsn", "notices")
+    __slots__ = ("heads", "payloads", "offsets", "writes", "notices")
 
     def __init__(self) -> None:
         self.heads: list[bytes] = []
         self.payloads: list[bytes] = []
-        self.mids: list[bytes] = []
         self.offsets = [0]
         self.writes = [0]
-        self.max_lsn: list[int] = []
         self.notices: list[int] = []
+
+    def __len__(self) -> int:
+        """The items framed so far."""
+        return len(self.writes) - 1
 
     def extend(self, plan: Plan) -> None:
         """Frame the plan's items past those framed so far: each run of Writes between two
         Notices in a few C-level passes over the plan's lists (no Python step per frame)."""
-        done, count = len(self.max_lsn), len(plan.payloads)
+        done, count = len(self), len(plan.payloads)
         k = bisect.bisect_left(plan.notices, done)
         while done < count:
             stop = plan.notices[k] if k < len(plan.notices) else count
@@ -251,38 +253,34 @@ class Frames:
                 self.notices.append(stop)
                 self.offsets.append(self.offsets[-1])
                 self.writes.append(len(self.heads))
-                self.max_lsn.append(self.max_lsn[-1] if self.max_lsn else 0)
                 k += 1
             done = stop + 1
 
     def _writes(self, lsns: list[int], payloads: list[bytes]) -> None:
         lens = list(map(len, payloads))
-        heads = frames.xlog_heads(lsns, lens)
-        if self.payloads:
-            self.mids.append(self.payloads[-1] + heads[0])
-        self.mids.extend(map(bytes.__add__, payloads, heads[1:]))
         first = len(self.heads)
-        self.heads.extend(heads)
+        self.heads.extend(frames.xlog_heads(lsns, lens))
         self.payloads.extend(payloads)
         ends = accumulate(map(_add, lens, repeat(frames.XLOG_FRAME_OVERHEAD)), initial=self.offsets[-1])
         next(ends)
         self.offsets.extend(ends)
         self.writes.extend(range(first + 1, first + 1 + len(lens)))
-        tops = accumulate(lsns, max, initial=self.max_lsn[-1] if self.max_lsn else 0)
-        next(tops)
-        self.max_lsn.extend(tops)
 
     def next_notice(self, i: int) -> int:
         """The first Notice at or after item *i* among those framed (else their count)."""
         k = bisect.bisect_left(self.notices, i)
-        return self.notices[k] if k < len(self.notices) else len(self.max_lsn)
+        return self.notices[k] if k < len(self.notices) else len(self)
 
     def run(self, start: int, stop: int, stamp: bytes) -> bytes:
-        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*."""
+        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*:
+        head, stamp, payload of each, interleaved by two slice assignments and joined
+        (no frame is copied before it is sent)."""
         a, b = self.writes[start], self.writes[stop]
-        if b - a == 1:
-            return self.heads[a] + stamp + self.payloads[a]
-        return stamp.join([self.heads[a], *self.mids[a:b - 1], self.payloads[b - 1]])
+        parts = [stamp] * (3 * (b - a))
+        parts[0::3] = self.heads[a:b]
+        parts[2::3] = self.payloads[a:b]
+        return b"".join(parts)
+
 
 _U = m.UNCHANGED
 _INSERT_HEAD = struct.Struct(">cIcH")
@@ -291,21 +289,28 @@ _KIND_LEN = struct.Struct(">ci")
 
 #: Columns up to which a relation's Insert encoder is one unrolled function (see below).
 _UNROLL_COLUMNS = 64
-#: Struct formats kept per encoder, one per combination of value lengths met.
-_SHAPES = 4096
-#: A value of a column's ``str_type`` as text bytes (the unrolled encoder's short path).
-_SHORT = {int: "b'%d' % v{i}", str: "v{i}.encode('utf-8', 'surrogateescape')"}
+#: A text value's kind and length ('t', Int32), by length, for values up to 4 kB (a
+#: longer one leaves the unrolled encoder for the loop).
+_TEXT_LENGTHS = tuple(_KIND_LEN.pack(b"t", n) for n in range(4096))
+#: A value of a column's ``str_type`` as text bytes (the unrolled encoder's short path; a
+#: str that strict UTF-8 cannot hold, a lone surrogate, leaves it for the loop).
+_SHORT = {int: "f'{{v{i}}}'.encode()", str: "v{i}.encode()"}
+
+#: A relation's encoders of top-level text Inserts: one row, and a run of rows.
+InsertEncoders = tuple[Callable[[dict[str, Any]], bytes], Callable[[list[dict[str, Any]]], list[bytes]]]
 
 
-def _insert_encoder(oid: int, columns: tuple[Column, ...]) -> Callable[[dict[str, Any]], bytes]:
+def _insert_encoders(oid: int, columns: tuple[Column, ...]) -> InsertEncoders:
     """The payload of a top-level Insert of a row in text form: the same bytes as encoding
     ``Insert(None, oid, values)`` (the docs' "Logical Replication Message Formats": 'I',
-    OID, 'N', TupleData), without building the message; made once per relation.
+    OID, 'N', TupleData), without building the message; made once per relation, for one
+    row and for a run of rows (a plain transaction's inserts into one table).
 
-    A row without NULLs (most of a stream) is packed by one ``struct`` call whose format
-    holds the values' lengths (one format per combination of lengths, kept), from a
-    function written out for the relation's columns (as ``dataclasses`` writes its
-    methods): a loop over the columns costs three times as much per row."""
+    A row without NULLs (most of a stream) is one ``bytes.join`` of the head, each value's
+    kind and length (looked up by length) and its text, from functions written out for
+    the relation's columns (as ``dataclasses`` writes its methods): a loop over the
+    columns costs three times as much per row, one ``struct`` call with a format per
+    combination of lengths a third more."""
     head = _INSERT_HEAD.pack(b"I", oid, b"N", len(columns))
     spec = tuple((c.name, c.type.str_type, c.type.text) for c in columns)
     pack = _KIND_LEN.pack
@@ -331,34 +336,41 @@ def _insert_encoder(oid: int, columns: tuple[Column, ...]) -> Callable[[dict[str
         return b"".join(parts)
 
     if not columns or len(columns) > _UNROLL_COLUMNS:
-        return payload
-    shapes: dict[tuple[int, ...], struct.Struct] = {}
-
-    def shape(lengths: tuple[int, ...]) -> struct.Struct:
-        if len(shapes) >= _SHAPES:
-            shapes.clear()
-        s = shapes[lengths] = struct.Struct(">cIcH" + "".join(f"ci{n}s" for n in lengths))
-        return s
-
+        return payload, lambda rows: list(map(payload, rows))
     k = range(len(columns))
-    env: dict[str, Any] = {"loop": payload, "shapes": shapes, "shape": shape, "oid": oid, "count": len(columns)}
+    env: dict[str, Any] = {"loop": payload, "join": b"".join, "head": head, "lengths": _TEXT_LENGTHS}
     for i, (name, str_type, text) in enumerate(spec):
         env[f"n{i}"], env[f"t{i}"], env[f"x{i}"] = name, str_type, text
     short = [_SHORT.get(str_type, _SHORT[str]).format(i=i) for i, (_n, str_type, _x) in enumerate(spec)]
-    lengths = ", ".join(f"len(r{i})" for i in k) + ("," if len(columns) == 1 else "")
+    packed = f"join((head, {', '.join(f'lengths[len(r{i})], r{i}' for i in k)}))"
+
+    def body(indent: str, done: str) -> list[str]:
+        """One row's encoding (a missing key, a value strict UTF-8 refuses or one of 4 kB or
+        more: the loop)."""
+        return [f"{indent}{line}" for line in [
+            "try:",
+            *(f"    v{i} = row[n{i}]" for i in k),
+            f"    if {' or '.join(f'v{i} is None' for i in k)}:",
+            f"        {done.format('loop(row)')}",
+            *(f"    r{i} = {short[i]} if type(v{i}) is t{i} else x{i}(v{i}).encode('utf-8', 'surrogateescape')"
+              for i in k),
+            f"    {done.format(packed)}",
+            "except (KeyError, IndexError, UnicodeEncodeError):",
+            f"    {done.format('loop(row)')}",
+        ]]
+
     source = "\n".join([
         "def payload(row):",
-        *(f"    v{i} = row.get(n{i})" for i in k),
-        f"    if {' or '.join(f'v{i} is None' for i in k)}:",
-        "        return loop(row)",
-        *(f"    r{i} = {short[i]} if type(v{i}) is t{i} else x{i}(v{i}).encode('utf-8', 'surrogateescape')" for i in k),
-        f"    lengths = ({lengths})",
-        "    s = shapes.get(lengths) or shape(lengths)",
-        f"    return s.pack(b'I', oid, b'N', count, {', '.join(f'b{chr(39)}t{chr(39)}, lengths[{i}], r{i}' for i in k)})",
+        *body("    ", "return {}"),
+        "def payloads(rows):",
+        "    out = []",
+        "    append = out.append",
+        "    for row in rows:",
+        *body("        ", "append({}); continue"),
+        "    return out",
     ])
     exec(source, env)  # noqa: S102 - our own text, from column positions only
-    unrolled: Callable[[dict[str, Any]], bytes] = env["payload"]
-    return unrolled
+    return env["payload"], env["payloads"]
 
 
 class _Renderer:
@@ -388,9 +400,9 @@ class _Renderer:
         self._syncs: dict[int, RelSync] = {}
         #: By table OID, once its Relation went out: the payload of a top-level text Insert
         #: published unfiltered (a plain transaction's inserts, the bulk of a stream, take
-        #: this short path; every other change the general one).
-        self._inserts: dict[int, Callable[[dict[str, Any]], bytes]] = {}
-        #: By table OID: the payload of a top-level text Insert (see _insert_encoder).
+        #: this short path, a run of rows at a time; every other change the general one).
+        self._inserts: dict[int, Callable[[list[dict[str, Any]]], list[bytes]]] = {}
+        #: By table OID: the payload of a top-level text Insert (see _insert_encoders).
         self._encoders: dict[int, Callable[[dict[str, Any]], bytes]] = {}
         self.work_mem = max(self.scenario.server.logical_decoding_work_mem, 1)
         # A streamed transaction that was prepared and not yet decided (two_phase off).
@@ -559,9 +571,10 @@ class _Renderer:
             if xid is None and not self.binary:
                 encoder = self._encoders.get(table.oid)
                 if encoder is None:
-                    encoder = self._encoders[table.oid] = _insert_encoder(rel.oid, cols)
+                    encoder, run = _insert_encoders(rel.oid, cols)
+                    self._encoders[table.oid] = encoder
                     if not entry.filters.get("insert"):
-                        self._inserts[table.oid] = encoder
+                        self._inserts[table.oid] = run
                 self.plan.write(ev.lsn, _LAZY, encoder(row))
             else:
                 self.emit(ev.lsn, m.Insert(xid, rel.oid, self.values(cols, row)))
@@ -603,6 +616,9 @@ class _Renderer:
     # -- transactions ----------------------------------------------------------------------
     def live_changes(self, txn: TxnEvent) -> list[ChangeEvent]:
         """The changes that survive: rolled-back subtransactions removed."""
+        if not txn.rollbacks:
+            changes: list[ChangeEvent] = txn.items  # type: ignore[assignment]  # no SubAbort
+            return changes
         dead: set[int] = set()
         for it in txn.items:
             if isinstance(it, SubAbort):
@@ -642,14 +658,24 @@ class _Renderer:
         plan = self.plan
         lsns, payloads, messages = plan.lsns, plan.payloads, plan.messages
         inserts = self._inserts
-        for ev in changes:
-            encoder = inserts.get(ev.table.oid) if ev.kind == "insert" and state["begun"] else None  # type: ignore[union-attr]
-            if encoder is not None:
-                lsns.append(ev.lsn)
-                payloads.append(encoder(ev.new))  # type: ignore[arg-type]
-                messages.append(_LAZY)
-            else:
+        i, count = 0, len(changes)
+        while i < count:
+            ev = changes[i]
+            table = ev.table
+            encode_run = inserts.get(table.oid) if ev.kind == "insert" and state["begun"] else None  # type: ignore[union-attr]
+            if encode_run is None:
                 self.change_messages(ev, None, None, begin)
+                i += 1
+                continue
+            # The inserts into this table from here on, encoded in one call.
+            j = i + 1
+            while j < count and changes[j].table is table and changes[j].kind == "insert":
+                j += 1
+            run = changes[i:j]
+            payloads.extend(encode_run([e.new for e in run]))  # type: ignore[misc]
+            lsns.extend([e.lsn for e in run])
+            messages.extend(repeat(_LAZY, j - i))
+            i = j
         if state["begun"]:
             self.emit(end_lsn, m.Commit(0, final_lsn, end_lsn, time))
 

@@ -367,7 +367,7 @@ class _Streaming:
         n = j - i
         st.sent += n
         self.messages_sent += n
-        top = fr.max_lsn[j - 1]
+        top = max(st.plan.lsns[i:j])
         if top > st.wal_end:
             st.wal_end = top
         if self.server.transcript is not None:

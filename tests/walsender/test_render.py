@@ -228,18 +228,19 @@ def test_insert_encoder_equals_the_codec(width: int) -> None:
     """The payload of a top-level text Insert, written out per relation, is the codec's
     encoding of the same Insert, for every type's values, NULLs, non-ASCII and lone
     surrogates, values given in another Python type (a numeric string for an int)."""
-    from pgwire_spec.walsender._render import _insert_encoder
+    from pgwire_spec.walsender._render import _insert_encoders
 
     types = tuple(itertools.islice(itertools.cycle(_ENCODER_TYPES), width))
     columns = _columns(types)
     samples: dict[str, list[Any]] = {
         "int2": [0, -32768, "17"], "int4": [2**31 - 1, " 5 "], "int8": [-(2**63), 10**18], "oid": [4294967295],
-        "text": ["", "é ✓", "a\udcff"], "varchar(10)": ["x"], "bpchar": ["ab"], "name": ["n"], "bool": [True, "off"],
+        "text": ["", "é ✓", "a\udcff", "y" * 5000], "varchar(10)": ["x"], "bpchar": ["ab"], "name": ["n"], "bool": [True, "off"],
         "numeric": [1, "2.50"], "float8": [1.5, 7], "date": ["2024-01-02"], "jsonb": [{"a": [1]}],
         "uuid": ["12345678-1234-5678-1234-567812345678"], "int4[]": [[1, None, 3]], "bytea": [b"\x00\xff"],
         "char": ["c"],
     }
-    encoder = _insert_encoder(16400, columns)
+    encoder, encode_run = _insert_encoders(16400, columns)
+    rows = []
     for r in range(6):
         row: dict[str, Any] = {}
         for i, (c, t) in enumerate(zip(columns, types)):
@@ -248,19 +249,25 @@ def test_insert_encoder_equals_the_codec(width: int) -> None:
         if r == 5:
             row = {c.name: row[c.name] for c in columns if row[c.name] is not None}  # missing keys are NULL
         assert encoder(row) == _expected(16400, columns, row)
+        rows.append(row)
     # no NULL at all (the one-struct path) and a second row of the same lengths (its kept format)
     row = {c.name: samples[t][0] for c, t in zip(columns, types)}
     assert encoder(row) == encoder(dict(row)) == _expected(16400, columns, row)
+    # a run of rows: each as alone, whichever path each one takes
+    rows += [row, dict(row)]
+    assert encode_run(rows) == [_expected(16400, columns, r) for r in rows]
 
 
 def test_insert_encoder_refuses_what_the_type_refuses() -> None:
-    from pgwire_spec.walsender._render import _insert_encoder
+    from pgwire_spec.walsender._render import _insert_encoders
     from pgwire_spec.walsender.types import TypeValueError
 
-    encoder = _insert_encoder(16400, _columns(("int4", "text")))
+    encoder, encode_run = _insert_encoders(16400, _columns(("int4", "text")))
     for bad in (True, "one", 1.5):
         with pytest.raises(TypeValueError):
             encoder({'c "0"': bad, 'c "1"': "x"})
+        with pytest.raises(TypeValueError):
+            encode_run([{'c "0"': 1, 'c "1"': "x"}, {'c "0"': bad, 'c "1"': "x"}])
 
 
 def test_an_enum_is_sent_in_binary_as_its_label() -> None:
