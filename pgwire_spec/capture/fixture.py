@@ -16,7 +16,7 @@ import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import PgWireError
 
@@ -24,6 +24,12 @@ try:  # a parser written in Rust, ~2x the standard library's on the corpus; abse
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - the standard library alone
     _fast_loads = None
+
+try:  # typed decoding in C (BSD-3): a fixture file read straight into its FixtureCase
+    # objects, in the time orjson takes to build the JSON tree alone; absent on PyPy
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover - orjson or the standard library, then parse_fixture
+    _msgspec = None
 
 try:  # zlib-ng's inflate, ~4x the standard library's zlib on the corpus (130 MB of JSON)
     from zlib_ng.zlib_ng import decompressobj as _fast_inflater
@@ -211,24 +217,52 @@ def _need_direction(m: Any, where: str) -> str:
 def read_fixture(path: str | Path) -> FixtureFile:
     """Read and check the structure of one fixture file (``.json`` or ``.json.gz``)."""
     path = Path(path)
-    return parse_fixture(load_document(path), path)
+    found = load_fixture_or_document(path)
+    return found if isinstance(found, FixtureFile) else parse_fixture(found, path)
 
 
 def load_document(path: Path) -> Any:
     """The JSON document of a fixture file (gzip or not); FixtureError if it is not one."""
+    return _document(_read(path), path)
+
+
+def load_fixture_or_document(path: Path) -> Any:
+    """A pgoutput fixture file as its :class:`FixtureFile`, when msgspec reads it with every
+    field of its JSON type; else the file's JSON document (:func:`load_document`), which
+    :func:`parse_fixture` (or another format's parser) reads and says what is wrong with."""
+    raw = _read(path)
+    if _msgspec is not None:
+        fixture = _typed_fixture(raw, path)
+        if fixture is not None:
+            return fixture
+    return _document(raw, path)
+
+
+def _read(path: Path) -> bytes:
+    """A fixture file's bytes, gunzipped when they are gzip."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise FixtureError(f"fixture file {path} does not exist") from None
     except OSError as exc:
         raise FixtureError(f"cannot read fixture file {path}: {exc.strerror or exc}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
+    if raw[:2] == b"\x1f\x8b":
+        try:
             raw = _gunzip(raw)
-        doc = _loads(raw)
-    except (OSError, EOFError, ValueError) as exc:
-        raise FixtureError(f"{path}: expected a fixture file (JSON, optionally gzip), found invalid data: {exc}") from None
-    return doc
+        except (OSError, EOFError, ValueError) as exc:
+            raise _invalid(path, exc) from None
+    return raw
+
+
+def _document(raw: bytes, path: Path) -> Any:
+    try:
+        return _loads(raw)
+    except ValueError as exc:
+        raise _invalid(path, exc) from None
+
+
+def _invalid(path: Path, exc: Exception) -> FixtureError:
+    return FixtureError(f"{path}: expected a fixture file (JSON, optionally gzip), found invalid data: {exc}")
 
 
 def _gunzip(raw: bytes) -> bytes:
@@ -321,17 +355,56 @@ def parse_fixture(doc: Any, path: Path) -> FixtureFile:
             slot=str(g.get("slot", "")), cases=tuple(cases), equivalent=tuple(g.get("equivalent", ())),
             captured=int(g.get("captured", len(cases))),
         ))
-    return FixtureFile(
-        server_version=_need(server, "version", str, where + ".server"),
-        major=_need(server, "major", int, where + ".server"),
-        provider=str(server.get("provider", "")),
-        workload=_need(doc, "workload", str, where),
-        captured_on=str(doc.get("capturedOn", "")),
-        groups=tuple(groups),
-        notes=dict(doc.get("notes", {})),
-        rejected=dict(doc.get("rejected", {})),
-        path=path,
-    )
+    return _file(server, _need(server, "version", str, where + ".server"), _need(server, "major", int, where + ".server"),
+                 _need(doc, "workload", str, where), str(doc.get("capturedOn", "")), groups,
+                 dict(doc.get("notes", {})), dict(doc.get("rejected", {})), path)
+
+
+def _file(server: dict[str, Any], version: str, major: int, workload: str, captured_on: str,
+          groups: list[FixtureGroup], notes: dict[str, str], rejected: dict[str, str], path: Path) -> FixtureFile:
+    return FixtureFile(server_version=version, major=major, provider=str(server.get("provider", "")),
+                       workload=workload, captured_on=captured_on, groups=tuple(groups), notes=notes,
+                       rejected=rejected, path=path)
+
+
+#: msgspec's decoder of the fixture format, made on first use: [decoder]
+_TYPED: list[Any] = []
+
+
+def _typed_decoder() -> Any:
+    """The fixture document as msgspec types: each field with the JSON type parse_fixture
+    wants (no conversion: what needs one is left to parse_fixture), cases as FixtureCase;
+    ``format`` first in every file written, so another format fails at its first key."""
+    if not _TYPED:
+        group = _msgspec.defstruct("FixtureGroupDocument", [
+            ("name", str), ("options", dict), ("context", dict), ("cases", list[FixtureCase]),
+            ("slot", str, ""), ("equivalent", tuple[str, ...], ()), ("captured", int, None)])
+        doc = _msgspec.defstruct("FixtureDocument", [
+            ("format", Literal[FORMAT]), ("formatVersion", int), ("server", dict), ("workload", str),
+            ("groups", list[group]), ("capturedOn", str, ""), ("notes", dict, None), ("rejected", dict, None)])
+        _TYPED.append(_msgspec.json.Decoder(doc))
+    return _TYPED[0]
+
+
+def _typed_fixture(raw: bytes, path: Path) -> FixtureFile | None:
+    """The FixtureFile of *raw* when msgspec reads it and parse_fixture's checks hold; else
+    None (another format, or something parse_fixture should name)."""
+    try:
+        d = _typed_decoder().decode(raw)
+    except _msgspec.DecodeError:  # malformed or mistyped (ValidationError is one)
+        return None
+    server = d.server
+    version, major = server.get("version"), server.get("major")
+    if d.formatVersion != FORMAT_VERSION or type(version) is not str or type(major) is not int:
+        return None
+    groups = []
+    for g in d.groups:
+        if type(g.context.get("protocol_version")) is not int:
+            return None
+        groups.append(FixtureGroup(g.name, g.options, g.context, g.slot, tuple(g.cases), g.equivalent,
+                                   len(g.cases) if g.captured is None else g.captured))
+    return _file(server, version, major, d.workload, d.capturedOn, groups,
+                 {} if d.notes is None else d.notes, {} if d.rejected is None else d.rejected, path)
 
 
 def find_fixture_files(paths: list[str | Path]) -> list[Path]:

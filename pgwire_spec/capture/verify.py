@@ -28,7 +28,7 @@ from .fixture import (
     FixtureGroup,
     document_format,
     find_fixture_files,
-    load_document,
+    load_fixture_or_document,
     parse_fixture,
 )
 
@@ -354,8 +354,11 @@ def verify_paths(paths: Iterable[str | Path], *, sequence: bool = True) -> Verif
 
 def _verify_files(files: list[Path], report: VerifyReport, sequence: bool) -> None:
     for path in files:
-        doc = load_document(path)
-        if document_format(doc) == "pgwire-spec/walsender-session":
+        doc = load_fixture_or_document(path)
+        if isinstance(doc, FixtureFile):
+            n, mismatches = verify_fixture(doc, sequence=sequence)
+            report.groups += len(doc.groups)
+        elif document_format(doc) == "pgwire-spec/walsender-session":
             from .session_fixture import parse_session, verify_session
 
             n, mismatches = verify_session(parse_session(doc, path))

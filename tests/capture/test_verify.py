@@ -229,3 +229,26 @@ def test_gzip_files_read_as_the_standard_library_reads_them(tmp_path: Path) -> N
     path.write_bytes(gzip.compress(text) + b"junk")
     with pytest.raises(FixtureError, match="found invalid data: Not a gzipped file"):
         load_document(path)
+
+
+def test_fixture_files_read_typed_as_parse_fixture_reads_them(tmp_path: Path) -> None:
+    pytest.importorskip("msgspec", reason="the typed reading needs msgspec (a base dependency on CPython)")
+    from pgwire_spec.capture import FixtureFile
+    from pgwire_spec.capture.fixture import load_document, load_fixture_or_document, parse_fixture
+
+    # msgspec reads a file straight into its cases: the same FixtureFile as parse_fixture's
+    typed = load_fixture_or_document(PG16)
+    assert isinstance(typed, FixtureFile) and typed == parse_fixture(load_document(PG16), PG16)
+    doc = _doc()
+    del doc["groups"][0]["captured"], doc["notes"]  # defaults
+    path = _write(tmp_path, doc)
+    assert isinstance(load_fixture_or_document(path), FixtureFile)
+    assert read_fixture(path) == parse_fixture(load_document(path), path)
+    # what it does not take as typed (converted by parse_fixture), parse_fixture reads
+    doc["groups"][0]["slot"] = 7
+    doc["groups"][0]["cases"][0]["flags"] = None
+    path = _write(tmp_path, doc)
+    assert not isinstance(load_fixture_or_document(path), FixtureFile)
+    fx = read_fixture(path)
+    assert fx == parse_fixture(load_document(path), path)
+    assert fx.groups[0].slot == "7" and fx.groups[0].cases[0].flags == ()
