@@ -24,6 +24,7 @@ DuckDB is opened on the first statement the engine answers (the exact-shape answ
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -164,6 +165,73 @@ def truncated_identifiers(sql: str) -> list[tuple[str, str]]:
 
 def _no_checkpoint() -> None:
     pass
+
+
+#: Lists of more constants than this are stood in for while a tree is rewritten and printed.
+_CONDENSE_OVER = 64
+
+
+def _constant_text(node: Any) -> str | None:
+    """A constant as pglast's RawStream prints it (printers/dml.py a_const, integer, float,
+    string, boolean); None for anything else."""
+    if not isinstance(node, ast.A_Const):
+        return None
+    if node.isnull:
+        return "NULL"
+    v = node.val
+    if isinstance(v, ast.Integer):
+        return str(v.ival)
+    if isinstance(v, ast.Float):
+        return str(v.fval)
+    if isinstance(v, ast.String):
+        return "'" + v.sval.replace("'", "''") + "'"
+    if isinstance(v, ast.Boolean):
+        return "TRUE" if v.boolval else "FALSE"
+    return None
+
+
+class _Condensed:
+    """The long lists of constants of a parse tree (``IN (<50,000 values>)``), each stood in
+    for by one marker constant while the tree is rewritten and printed: pglast's visitor and
+    printer cost ~40 µs a node, and nothing in such a list needs rewriting. ``expand``
+    puts them back in the printed text."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self._tag = secrets.token_hex(8)
+
+    def stand_in(self, values: Sequence[str]) -> Any:
+        marker = f"pgw-list-{self._tag}-{len(self.texts)}"
+        self.texts["'" + marker + "'"] = ", ".join(values)
+        return ast.A_Const(isnull=False, val=ast.String(sval=marker))
+
+    def expand(self, sql: str) -> str:
+        for marker, text in self.texts.items():
+            sql = sql.replace(marker, text, 1)
+        return sql
+
+
+def _condense(tree: Any) -> _Condensed:
+    """Stand in for *tree*'s long lists of constants (in place); see :class:`_Condensed`."""
+    out = _Condensed()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for name in node:
+            value = getattr(node, name)
+            if isinstance(value, ast.Node):
+                stack.append(value)
+            elif isinstance(value, tuple):
+                texts = [_constant_text(v) for v in value] if len(value) > _CONDENSE_OVER else [None]
+                if all(t is not None for t in texts):
+                    setattr(node, name, (out.stand_in(texts),))  # type: ignore[arg-type]
+                    continue
+                for item in value:
+                    if isinstance(item, ast.Node):
+                        stack.append(item)
+                    elif isinstance(item, tuple):  # SelectStmt.valuesLists: a tuple of tuples
+                        stack.extend(v for v in item if isinstance(v, ast.Node))
+    return out
 
 
 def unsupported(sql: str) -> ServerError:
@@ -848,9 +916,10 @@ class SqlEngine:
         db = self._open()
         try:
             try:
+                lists = _condense(stmt)
                 rewritten = rewriter(stmt)
                 check()
-                sql = RawStream()(rewritten)
+                sql = lists.expand(RawStream()(rewritten))
                 check()
                 cursor = db.execute(sql)
                 rows = cursor.fetchall()
