@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .scenario import Limits, ServerInfo
 
 __all__ = ["Setting", "SETTINGS", "SettingError", "lookup", "show_text", "parse_value", "values",
-           "settings_rows", "version_num", "check_scenario_setting",
+           "settings_rows", "show_all", "version_num", "check_scenario_setting",
            "SCENARIO_KEYS"]
 
 
@@ -342,14 +342,16 @@ def values(server: ServerInfo, version: str, limits: Limits) -> dict[str, str]:
 
 def settings_rows(server: ServerInfo, version: str, limits: Limits) -> list[dict[str, Any]]:
     """``pg_settings``' rows (system_views.sql: pg_show_all_settings()), in name order as
-    guc.c sorts them (case-insensitively); a scenario's setting the table does not know is a
-    string the user may change."""
+    guc.c sorts them (case-insensitively). A scenario's setting the table does not know is
+    what PostgreSQL makes of a name it does not know, a placeholder (guc.c
+    add_placeholder_variable: GUC_NO_SHOW_ALL): SHOW and current_setting() give it, this
+    view and SHOW ALL do not."""
     major = server.major
     current = values(server, version, limits)
     rows = []
     for name, value in current.items():
-        s = lookup(name, major) or Setting(name, "string", "user", "Customized Options", "", value)
-        if s.hidden:
+        s = lookup(name, major)
+        if s is None or s.hidden:
             continue
         boot = s.boot if s.boot is not None else value
         fixed = {"=": value}
@@ -362,3 +364,15 @@ def settings_rows(server: ServerInfo, version: str, limits: Limits) -> list[dict
             "enumvals": list(s.enumvals) if s.enumvals is not None else None, "boot_val": boot,
             "reset_val": value, "sourcefile": None, "sourceline": None, "pending_restart": False})
     return sorted(rows, key=lambda r: str(r["name"]).lower())
+
+
+def show_all(server: ServerInfo, version: str, limits: Limits) -> list[tuple[str, str, str]]:
+    """``SHOW ALL``: (name, SHOW's text, short description) of pg_settings' rows (guc.c
+    ShowAllGUCConfig)."""
+    major = server.major
+    out = []
+    for row in settings_rows(server, version, limits):
+        s = lookup(row["name"], major)
+        assert s is not None
+        out.append((s.name, show_text(s, row["setting"]), s.short_desc))
+    return out

@@ -23,7 +23,7 @@ from typing import Any
 from ..wire import FieldDescription, RowDescription
 from ._catalog import type_size
 from ._relsync import PubTable, publication_tables
-from ._settings import lookup, show_text, values
+from ._settings import lookup, show_all, show_text, values
 from .personas import Persona, ServerError
 from .publications import Expression, ExpressionError, parse_expression
 from .scenario import Column, Limits, Scenario, Table
@@ -314,6 +314,9 @@ class _Answerer:
                           hint="Only the queries replication clients send are answered; see the scenario docs.")
 
     def show(self, name: str) -> Result:
+        if name.lower() == "all":
+            rows = tuple(show_all(self.scenario.server, self.version, self.limits))
+            return Result((("name", TEXT), ("setting", TEXT), ("description", TEXT)), rows, "SHOW")
         value = self.setting(name)
         if value is None:
             raise ServerError("42704", f'unrecognized configuration parameter "{name}"')

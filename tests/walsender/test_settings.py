@@ -99,8 +99,16 @@ def test_show_current_setting_and_pg_settings_agree(major: int) -> None:
     assert _columns(out) == [("name", 25), ("setting", 25), ("unit", 25), ("vartype", 25)]
     rows = _rows(out)
     names = [r[0] for r in rows]
-    assert {"wal_level", "max_replication_slots", "server_version_num", "TimeZone", "app.flavour"} <= set(names)
-    assert "is_superuser" not in names  # GUC_NO_SHOW_ALL: SHOW only
+    assert {"wal_level", "max_replication_slots", "server_version_num", "TimeZone"} <= set(names)
+    # GUC_NO_SHOW_ALL: SHOW only (a placeholder: a name PostgreSQL does not know)
+    assert "is_superuser" not in names and "app.flavour" not in names
+    assert _rows(_ok(c.query("SHOW app.flavour"))) == _rows(_ok(c.query("SELECT current_setting('app.flavour')")))
+    assert _rows(_ok(c.query("SHOW app.flavour"))) == [("mint",)]
+    # SHOW ALL: the same settings, SHOW's text and the description
+    out = _ok(c.query("SHOW ALL"))
+    assert _columns(out) == [("name", 25), ("setting", 25), ("description", 25)]
+    shown_all = {r[0]: r[1] for r in _rows(out)}
+    assert list(shown_all) == sorted(names, key=str.lower)  # guc.c's order: names case-insensitively
     assert ("logical_decoding_work_mem" in names) == (major >= 13)
     for name, value, unit, vartype in rows:
         assert name is not None and value is not None
@@ -112,12 +120,12 @@ def test_show_current_setting_and_pg_settings_agree(major: int) -> None:
             assert setting is not None and vartype == "integer"
             expected = show_text(setting, value)
         assert shown == current == [(expected,)], name
+        assert shown_all[name] == expected, name
     by_name = {r[0]: r[1:] for r in rows}
     assert by_name["shared_buffers"] == ("32768", "8kB", "integer")
     assert by_name["statement_timeout"] == ("1500", "ms", "integer")
     assert by_name["wal_sender_timeout"] == ("90000", "ms", "integer")
     assert by_name["max_connections"] == ("30", None, "integer")
-    assert by_name["app.flavour"] == ("mint", None, "string")
     assert by_name["server_version_num"][0] == f"{major}0002"
 
 
