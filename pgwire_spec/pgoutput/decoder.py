@@ -288,7 +288,7 @@ class PgOutputDecoder:
     @property
     def in_stream(self) -> bool:
         """True between Stream Start and Stream Stop."""
-        return self.state == _state.STREAM
+        return self._state == _state.STREAM
 
     @property
     def index(self) -> int:
