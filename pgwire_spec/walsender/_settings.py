@@ -277,7 +277,7 @@ def parse_value(setting: Setting, raw: Any) -> str:
         raise SettingError(f"one of {', '.join(setting.enumvals)} for {setting.name}", repr(raw))
     if setting.vartype != "integer":
         return text
-    m = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)?", text)
+    m = re.fullmatch(r"(-?\d{1,30}(?:\.\d{1,30})?)\s*([A-Za-z]+)?", text)
     units = _units(setting.unit) if setting.unit else {}
     if m is None or (m.group(2) is not None and m.group(2) not in units):
         what = f"an integer with a unit ({', '.join(units)})" if units else "an integer"
@@ -285,6 +285,7 @@ def parse_value(setting: Setting, raw: Any) -> str:
     number = Fraction(m.group(1))
     if m.group(2) is not None and setting.unit is not None:
         number = number * units[m.group(2)] / _BASE_SIZES[setting.unit]
+    number = Fraction(round(number))  # guc.c parse_int rounds (rint) what is not whole
     if setting.min not in (None, "=") and setting.max not in (None, "="):
         assert setting.min is not None and setting.max is not None
         if not int(setting.min) <= number <= int(setting.max):

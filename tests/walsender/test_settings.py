@@ -58,6 +58,7 @@ def test_values_are_read_as_postgresql_conf_gives_them() -> None:
     assert parsed("statement_timeout", "1.5 min") == "90000"
     assert parsed("statement_timeout", 250) == "250"
     assert parsed("shared_buffers", "1GB") == "131072"
+    assert parsed("statement_timeout", "2.5ms") == "2" and parsed("statement_timeout", "0.5 s") == "500"
     assert parsed("max_slot_wal_keep_size", "-1") == "-1"
     assert parsed("track_commit_timestamp", "yes") == "on"
     assert parsed("track_commit_timestamp", False) == "off"
@@ -65,7 +66,7 @@ def test_values_are_read_as_postgresql_conf_gives_them() -> None:
     assert parsed("search_path", "app, public") == "app, public"
     for name, raw in [("statement_timeout", "30 parsecs"), ("statement_timeout", "soon"), ("shared_buffers", "1s"),
                       ("max_replication_slots", 300000), ("track_commit_timestamp", "maybe"),
-                      ("wal_level", "archive")]:
+                      ("wal_level", "archive"), ("statement_timeout", "9" * 5000), ("statement_timeout", "")]:
         with pytest.raises(SettingError):
             parsed(name, raw)
 
