@@ -229,8 +229,9 @@ def test_while_a_worker_parses_a_long_statement_another_connection_is_answered()
     with SyncFakeWalsender(scenario) as server:
         a, b = _Socket(server), _Socket(server, replication="database")
         try:
-            # ~400 KB: a few seconds of the worker's time
-            long = _in_list("SELECT count(*) FROM pg_type WHERE oid IN (23", 33_000)
+            # ~1 MB (under the default cap of 1 Mi characters): seconds of the worker's time
+            long = _in_list("SELECT count(*) FROM pg_type WHERE oid IN (23", 80_000)
+            assert 900_000 < len(long) <= Limits().max_sql_length
             a.sock.sendall(encode_message(Query(long)))
             _eventually(lambda: server.state.computing)
             assert _shape(b.query("IDENTIFY_SYSTEM"))[-2:] == ["IDENTIFY_SYSTEM", "ReadyForQuery"]
