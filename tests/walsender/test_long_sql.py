@@ -149,6 +149,15 @@ def test_a_statement_over_the_cap_is_refused_unread_naming_the_cap() -> None:
     assert f"{len(long):,} characters" in detail and "at most 100,000" in detail
 
 
+def test_the_extended_protocol_still_refuses_one_over_64_kib_saying_so() -> None:
+    c = _client(_state())
+    c.send(Parse("", _in_list("SELECT 1 WHERE 1 IN (1", _PAST_INLINE), ()), Sync())
+    out = c.pump()
+    assert not c.computes and _shape(out) == ["E0A000", "ReadyForQuery"]
+    fields = dict(next(m for m in out if isinstance(m, ErrorResponse)).fields)
+    assert "in the extended query protocol" in fields["D"] and fields["H"] == "Send it as a simple Query."
+
+
 def test_past_its_time_a_statement_is_canceled_and_the_connection_goes_on() -> None:
     c = _client(_state())
     c.timed_out = True
