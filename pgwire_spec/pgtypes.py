@@ -302,6 +302,16 @@ def timestamp_text(v: _dt.datetime | str, tz: bool) -> str:
     return body + ("+00" if tz else "")
 
 
+def interval_text(microseconds: int) -> str:
+    """interval_out (IntervalStyle postgres) of an interval holding only a time part, as a
+    difference of timestamps makes one: hours past 24 stay hours (``25:00:00.5``)."""
+    sign = "-" if microseconds < 0 else ""
+    seconds, us = divmod(abs(microseconds), 1_000_000)
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    return f"{sign}{hours:02d}:{m:02d}:{s:02d}{_frac(us)}"
+
+
 def timestamp_send(v: _dt.datetime | str) -> bytes:
     """timestamp_send / timestamptz_send: Int64 microseconds since 2000-01-01 (an aware
     datetime is taken in UTC, a naive one as is); ``"infinity"``/``"-infinity"`` at the ends."""

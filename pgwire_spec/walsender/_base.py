@@ -88,6 +88,76 @@ class SlotState:
     inactive_since: float | None = None
 
 
+#: walsender.c: at most one lag sample a second from logical decoding
+#: (WALSND_LOGICAL_LAG_TRACK_INTERVAL_MS), at most this many kept (LAG_TRACKER_BUFFER_SIZE).
+_LAG_SAMPLE_INTERVAL = 1.0
+_LAG_SAMPLES = 8192
+
+
+@dataclass(slots=True)
+class LagTracker:
+    """pg_stat_replication's write_lag, flush_lag and replay_lag as walsender.c computes
+    them (LagTrackerWrite, LagTrackerRead, ProcessStandbyReplyMessage): the server notes
+    (position sent, time) at most once a second while it streams (a logical walsender's
+    WalSndUpdateProgress); a status update's position that passes unread samples sets that
+    lag to the time since the newest of them was noted, one between two samples to the time
+    interpolated between them, one before the first unread sample (all read before) to the
+    time since that sample; with nothing to read a lag stays, and all are cleared (NULL)
+    when two updates in a row report the sent position applied. Times are the shell's
+    monotonic clock, in seconds."""
+
+    samples: list[tuple[int, float]] = field(default_factory=list)
+    #: per kind (write, flush, apply): the next sample not yet read, the last one read
+    heads: list[int] = field(default_factory=lambda: [0, 0, 0])
+    last_read: list[tuple[int, float] | None] = field(default_factory=lambda: [None, None, None])
+    #: per kind: the lag in seconds, None before any (NULL)
+    lags: list[float | None] = field(default_factory=lambda: [None, None, None])
+    fully_applied: bool = False
+
+    def write(self, lsn: int, now: float) -> None:
+        """The server sent WAL up to *lsn*."""
+        samples = self.samples
+        if samples and (lsn <= samples[-1][0] or now - samples[-1][1] < _LAG_SAMPLE_INTERVAL):
+            return
+        if len(samples) - min(self.heads) >= _LAG_SAMPLES:
+            samples[-1] = (lsn, now)  # full: overwrite the newest sample (LagTrackerWrite)
+            return
+        samples.append((lsn, now))
+        read = min(self.heads)
+        if read >= 1024:  # forget what every kind has read
+            del samples[:read]
+            self.heads = [h - read for h in self.heads]
+
+    def read(self, positions: tuple[int, int, int], sent: int, now: float) -> None:
+        """A status update reported *positions* (write, flush, apply); *sent* is the
+        position the server sent last."""
+        clear = False
+        if positions[2] == sent:
+            clear, self.fully_applied = self.fully_applied, True
+        else:
+            self.fully_applied = False
+        samples = self.samples
+        for kind, lsn in enumerate(positions):
+            head, noted = self.heads[kind], None
+            while head < len(samples) and samples[head][0] <= lsn:
+                noted = samples[head][1]
+                self.last_read[kind] = samples[head]
+                head += 1
+            self.heads[kind] = head
+            if head == len(samples):
+                self.last_read[kind] = None
+            if noted is None and head < len(samples):
+                prev, nxt = self.last_read[kind], samples[head]
+                if prev is None:
+                    noted = nxt[1]  # only a future sample: the lag if it were reached now
+                elif lsn >= prev[0]:
+                    noted = prev[1] + (nxt[1] - prev[1]) * (lsn - prev[0]) / (nxt[0] - prev[0])
+            if noted is not None and noted <= now:
+                self.lags[kind] = now - noted
+            elif clear:
+                self.lags[kind] = None
+
+
 @dataclass(slots=True)
 class _Stream:
     """A running START_REPLICATION … LOGICAL."""
@@ -120,6 +190,10 @@ class _Stream:
     #: whether the half-timeout keepalive asking for a reply went out since
     #: (walsender.c last_reply_timestamp, waiting_for_ping_response).
     last_reply: float = 0.0
+    #: pg_stat_replication's lags (walsender.c's lag tracker), and the sendTime of the
+    #: client's last status update (reply_time, µs since 2000-01-01; 0: none yet).
+    lag: LagTracker = field(default_factory=LagTracker)
+    reply_time: int = 0
     pinged: bool = False
 
 

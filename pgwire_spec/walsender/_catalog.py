@@ -19,7 +19,7 @@ from typing import Any
 
 from ..lsn import format_lsn
 from ..majors import MAJORS
-from ..pgtypes import BUILTIN_TYPES, type_name
+from ..pgtypes import BUILTIN_TYPES, interval_text, timestamp_text, type_name
 from ._catalog_layout import VIEWS, attnum, namespace_oid, relation_natts, relation_oid
 from ._relsync import publication_tables
 from .scenario import Scenario, Table
@@ -38,6 +38,8 @@ TYPE_OIDS = {name: oid for name, (oid, _) in BUILTIN_TYPES.items()} | {
 _OTHER_TYPE_NAMES = {oid: name for name, oid in TYPE_OIDS.items() if type_name(oid) is None}
 
 PG_CATALOG_OID, PUBLIC_OID, DATABASE_OID, BOOTSTRAP_SUPERUSER = 11, 2200, 16384, 10
+#: The protocol's timestamps count from here (TimestampTz).
+_PG_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.UTC)
 #: OIDs of what the fake creates itself (indexes, publications, their rows) start here,
 #: above any table OID a scenario is likely to use.
 _GENERATED_OIDS = 90000
@@ -235,6 +237,13 @@ class WalSenderRow:
     write_lsn: int
     flush_lsn: int
     apply_lsn: int
+    #: The client's TCP port (None: not over TCP) and when it connected (Unix seconds).
+    client_port: int | None = None
+    backend_start: float | None = None
+    #: write_lag, flush_lag, replay_lag in seconds (None: NULL, none measured yet).
+    lags: tuple[float | None, ...] = (None, None, None)
+    #: The sendTime of the client's last status update (µs since 2000-01-01), or None.
+    reply_time: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,13 +456,20 @@ def catalog_rows(scenario: Scenario, major: int, oids: Mapping[str, int],
     for w in walsenders:
         # an invalid (0) position shows as NULL (walsender.c pg_stat_get_wal_senders)
         lsn = [format_lsn(p) if p else None for p in (w.sent_lsn, w.write_lsn, w.flush_lsn, w.apply_lsn)]
+        # a client not over TCP: no address, port -1 (pgstatfuncs.c pg_stat_get_activity)
+        tcp = w.client_port is not None
+        lags = [None if lag is None else interval_text(round(lag * 1_000_000)) for lag in w.lags]
         rows["pg_stat_replication"].append({
             "pid": w.pid, "usesysid": role_oids.get(w.user), "usename": w.user,
-            "application_name": w.application_name or "", "client_addr": w.client_addr, "client_hostname": None,
-            "client_port": None, "backend_start": None, "backend_xmin": None, "state": "streaming",
+            "application_name": w.application_name or "", "client_addr": w.client_addr if tcp else None,
+            "client_hostname": None, "client_port": w.client_port if tcp else -1,
+            "backend_start": None if w.backend_start is None
+            else timestamp_text(_dt.datetime.fromtimestamp(w.backend_start, _dt.UTC), True),
+            "backend_xmin": None, "state": "streaming",
             "sent_lsn": lsn[0], "write_lsn": lsn[1], "flush_lsn": lsn[2], "replay_lsn": lsn[3],
-            "write_lag": None, "flush_lag": None, "replay_lag": None, "sync_priority": 0, "sync_state": "async",
-            "reply_time": None})
+            "write_lag": lags[0], "flush_lag": lags[1], "replay_lag": lags[2], "sync_priority": 0,
+            "sync_state": "async", "reply_time": None if w.reply_time is None
+            else timestamp_text(_PG_EPOCH + _dt.timedelta(microseconds=w.reply_time), True)})
 
     return {name: [tuple(r.get(c.name) for c in columns_of(name, major)) for r in rs]
             for name, rs in rows.items()}

@@ -620,7 +620,8 @@ class SqlEngine:
         connections = list(server.connections.values())
         users = [c.user for c in connections if c.user]
         walsenders = [WalSenderRow(c.pid, c.user, c.params.get("application_name"), c.peer, c.stream.wal_end,
-                                   *c.positions)
+                                   *c.positions, c.port, c.backend_start, tuple(c.stream.lag.lags),
+                                   c.stream.reply_time or None)
                       for c in connections if c.stream is not None]
         rows = catalog_rows(server.scenario, self.major, server.publication_oids, slots, users, walsenders,
                             settings_rows(server.scenario.server, server.version, server.limits))

@@ -197,6 +197,8 @@ class _Streaming:
             self._record("F", msg, payload)
             if isinstance(payload, StandbyStatusUpdate):
                 self.positions = (payload.write_lsn, payload.flush_lsn, payload.apply_lsn)
+                st.lag.read(self.positions, st.wal_end, now)
+                st.reply_time = payload.send_time
                 # A logical slot's confirmed_flush follows the flush position (walsender.c
                 # ProcessStandbyReplyMessage -> LogicalConfirmReceivedLocation).
                 if payload.flush_lsn and payload.flush_lsn > st.slot.confirmed_flush:
@@ -284,6 +286,7 @@ class _Streaming:
                     if at is not None and at > st.sent:
                         limit = min(limit, st.index + (at - st.sent))
             self._frames(st, limit, now, modifiers)
+            st.lag.write(st.wal_end, now)
             if self.out:
                 return self._flush()
         if _at_end(st):

@@ -269,11 +269,12 @@ class ServerState:
                 self.slot_fault(f, None)  # a slot invalidated or dropped before anyone connects
 
     # -- connections -----------------------------------------------------------------------
-    def connect(self, peer: str = "127.0.0.1") -> Connection:
-        """A new client. Past ``max_connections`` it is not counted among the connections
-        and is refused after its startup packet, as the postmaster does."""
+    def connect(self, peer: str = "127.0.0.1", port: int | None = None) -> Connection:
+        """A new client from address *peer* and TCP *port* (None: not TCP; the driver knows
+        them). Past ``max_connections`` it is not counted among the connections and is
+        refused after its startup packet, as the postmaster does."""
         self.count += 1
-        conn = Connection(self, self.count, peer)
+        conn = Connection(self, self.count, peer, port)
         if len(self.connections) >= self.limits.max_connections:
             conn.too_many = True
         else:
@@ -536,10 +537,14 @@ _FATAL_RULES = frozenset({"unknown-message-tag", "length-out-of-range", "truncat
 class Connection(_Startup, _Commands, _Extended, _Streaming):
     """One client connection's conversation (sans-IO)."""
 
-    def __init__(self, server: ServerState, conn_id: int, peer: str) -> None:
+    def __init__(self, server: ServerState, conn_id: int, peer: str, port: int | None = None) -> None:
         self.server = server
         self.id = conn_id
         self.peer = peer
+        #: The client's TCP port (None: not over TCP) and when it connected (wall clock,
+        #: Unix seconds): pg_stat_replication's client_port and backend_start.
+        self.port = port
+        self.backend_start = server.wall_clock()
         limits = server.limits
         # Lengths here count the 4-byte length field itself, PostgreSQL's limits do not
         # (pqcomm.c pq_getmessage, backend_startup.c ProcessStartupPacket).

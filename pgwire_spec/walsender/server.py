@@ -188,7 +188,8 @@ class FakeWalsender:
         assert task is not None
         self._tasks.add(task)
         peer = writer.get_extra_info("peername")
-        conn = self.state.connect(peer[0] if peer else "?")
+        # a TCP peer is (address, port[, flowinfo, scope]) (socket.getpeername)
+        conn = self.state.connect(peer[0], peer[1]) if isinstance(peer, tuple) else self.state.connect("?")
         self._writers[conn.id] = writer
         sock = writer.get_extra_info("socket")
         if sock is not None:

@@ -31,11 +31,13 @@ class Client:
     """Feeds a Connection frontend messages and collects what it answers, without sockets.
 
     ``clock`` is the time passed to ``next_action`` (advance it to reach keepalives and
-    time-triggered faults)."""
+    time-triggered faults); *peer* and *port* the client's address as a driver passes it
+    (port None: not over TCP)."""
 
-    def __init__(self, state: ServerState, clock: float = 1000.0) -> None:
+    def __init__(self, state: ServerState, clock: float = 1000.0, peer: str = "127.0.0.1",
+                 port: int | None = None) -> None:
         self.state = state
-        self.conn = state.connect()
+        self.conn = state.connect(peer, port)
         self.reader = BackendReader()
         self.clock = clock
         self.closed: Close | None = None

@@ -399,10 +399,13 @@ def test_publication_and_slot_by_sql_then_pg_recvlogical_streams(tmp_path: Any, 
 
 
 #: pg_stat_replication's columns a client reads that do not depend on a pid, a clock or a
-#: socket (compared); the positions only as present.
+#: socket (compared); the positions, the client's port, its start and last reply only as
+#: present (the lags are compared in test_stat_replication: whether a real server has a
+#: sample yet depends on its WAL activity).
 STAT_QUERY = ("SELECT application_name, state, sync_state, sync_priority, usename = current_user AS own, "
               "sent_lsn IS NOT NULL AS sent, write_lsn IS NOT NULL AS written, "
-              "replay_lsn <= sent_lsn AS behind FROM pg_stat_replication")
+              "replay_lsn <= sent_lsn AS behind, client_addr = '127.0.0.1' AS local, client_port > 0 AS tcp, "
+              "backend_start IS NOT NULL AS started, reply_time IS NOT NULL AS replied FROM pg_stat_replication")
 
 
 def _streaming_stats(dsn: str) -> list[Any]:
@@ -454,7 +457,8 @@ def test_pg_stat_replication_shows_the_streaming_walsender_as_a_real_server(
     real = _streaming_stats(_real(pg_server, major).dsn)
     ours = _streaming_stats(fake(major).dsn)
     # pg_recvlogical reports no replay position (0): NULL, so is the comparison
-    assert real[1] == [("pg_recvlogical", "streaming", "async", "0", "True", "True", "True", None)]
+    assert real[1] == [("pg_recvlogical", "streaming", "async", "0", "True", "True", "True", None, "True",
+                        "True", "True", "True")]
     assert ours == real
 
 
