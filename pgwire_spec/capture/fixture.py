@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -249,7 +250,7 @@ def _read(path: Path) -> bytes:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = _gunzip(raw)
-        except (OSError, EOFError, ValueError) as exc:
+        except (OSError, EOFError, ValueError, zlib.error) as exc:  # zlib.error: a corrupt deflate stream
             raise _invalid(path, exc) from None
     return raw
 

@@ -102,6 +102,10 @@ def test_cli_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str], run
     assert report["ok"] and report["files"] == 1 and report["cases"] == len(read_fixture(PG16).cases)
 
 
+def _flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+
+
 @pytest.mark.parametrize("content, message", [
     (b"{not json", "expected a fixture file (JSON, optionally gzip), found invalid data"),
     (b'{"format": "other"}', "expected format 'pgwire-spec/pgoutput-fixtures', found 'other'"),
@@ -109,6 +113,8 @@ def test_cli_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str], run
      b'"workload": "w", "groups": [{"name": "g", "options": {}, "context": {"protocol_version": 1}, '
      b'"cases": [{"id": "x"}]}]}', "groups[0].cases[0]: expected a field 'index', found none"),
     (gzip.compress(b"[]")[:-4], "found invalid data"),
+    # a bit flipped inside the deflate stream (zlib.error, neither OSError nor ValueError)
+    (_flip(gzip.compress(b'{"a": 1}' * 1000, mtime=0), 20), "found invalid data: Error -3 while decompressing"),
 ])
 def test_corrupt_fixture_files_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Callable[..., int],
                                                 content: bytes, message: str) -> None:
