@@ -68,7 +68,8 @@ OPTIONS = "proto_version '1', publication_names 'pub'"
 
 
 def scenario_text(transactions: int, rows: int) -> str:
-    lines = ["server: {version: '16.4'}", "auth: {method: trust}", "publications: {pub: [public.items]}",
+    # every client makes its own temporary slot and must receive the whole stream
+    lines = ["server: {version: '16.4', history: per_slot}", "auth: {method: trust}", "publications: {pub: [public.items]}",
              "tables: {public.items: {columns: [{name: id, type: int8, key: true}, {name: v, type: text}]}}",
              "keepalive: {interval: 1}", "transactions:"]
     for t in range(transactions):

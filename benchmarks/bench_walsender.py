@@ -14,7 +14,8 @@ stream, CopyDone both ways).
   for each run a new slot is created, the rows are inserted (not timed), then streamed.
 - **fake**: a :class:`~pgwire_spec.walsender.FakeWalsender` serving the same rows as a
   scenario (trust auth, persona 15), running in its own process (``pgwire-spec serve``);
-  the slot's position is reset between runs with a fresh slot. Later runs stream the plan
+  the slot's position is reset between runs with a fresh slot (the scenario's ``server.history:
+  per_slot``, so each new slot receives the rows again). Later runs stream the plan
   it keeps from the first (warm). Before the runs, a raw client measures the time from
   START_REPLICATION to the first XLogData on a cold plan.
 - **cold**: ``repeat`` rounds of a fresh ``pgwire-spec serve`` (the scenario loaded, not
@@ -55,7 +56,9 @@ PAD = "x" * 40
 
 def scenario(transactions: int, rows: int) -> dict[str, Any]:
     return {
-        "server": {"version": "15.4"},
+        # a fresh slot per run on one long-running serve, each receiving the whole workload,
+        # as each real run inserts the rows after making its slot
+        "server": {"version": "15.4", "history": "per_slot"},
         "publications": {"pub": {"tables": ["public.items"], "publish": "insert"}},
         "tables": {"public.items": {"columns": [
             {"name": "id", "type": "int8", "key": True}, {"name": "payload", "type": "text"},

@@ -27,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
                    help="a folder the scenario's replay files may also come from (repeatable; by default only "
                    "the scenario's own folder and the shipped corpus)")
+    p.add_argument("--history", metavar="MODE",
+                   help="which slots receive the scenario's transactions: once (default, as a real server: a slot "
+                   "created after a client streamed them receives none) or per_slot (every new slot receives them "
+                   "all, e.g. a fresh slot per test; no real server does this); overrides the scenario's "
+                   "server.history")
     limits = p.add_argument_group("limits (override the scenario's server: section)")
     limits.add_argument("--max-connections", type=int, metavar="N",
                         help="connections served at once; one more is refused with 53300 (default 1000)")
@@ -141,6 +146,15 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise ValueError(f"expected a port from 0 to 65535, found {args.port}")
     args.limits = _limits(scenario, args)
+    if args.history is not None:
+        import dataclasses
+
+        from ..walsender.scenario import HISTORY_MODES
+
+        if args.history not in HISTORY_MODES:
+            raise ValueError(f"--history: expected {' or '.join(HISTORY_MODES)}, found {args.history!r}")
+        scenario = dataclasses.replace(scenario, server=dataclasses.replace(  # type: ignore[arg-type]
+            scenario.server, history=args.history))
     parse_control(args.control)
     return asyncio.run(_serve(scenario, args))
 

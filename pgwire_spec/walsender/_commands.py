@@ -280,7 +280,7 @@ class _Commands:
 
     def _copy_out(self, ans: _sql.CopyOut) -> None:
         fmt = 1 if ans.binary else 0
-        rows = [r for t in ans.sources for r in self.server.rows_as_of(t, bool(self.snapshot_after_history))]
+        rows = [r for t in ans.sources for r in self.server.rows_as_of(t, self.server.reads_after_history(self.snapshot_after_history))]
         if ans.where is not None:
             rows = [r for r in rows if ans.where.matches(r)]
         if ans.binary:

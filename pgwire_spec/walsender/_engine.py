@@ -1170,8 +1170,8 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         raise ServerError("42P01", f'relation "{qualified}" does not exist')
 
     def _user_rows(self, table: Table) -> str:
-        """A scenario table's rows as table sync's COPY reads them (the initial rows, which
-        every slot's snapshot sees: its consistent point lies before the history), its
+        """A scenario table's rows as the transaction's snapshot sees them (a slot's with
+        SNAPSHOT 'use', else the present: :meth:`ServerState.reads_after_history`), its
         partitions' too, as a temporary table: integers and booleans as themselves, other
         values in their text form."""
         engine, conn = self.engine, self.conn
@@ -1182,7 +1182,7 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         db = engine._open()
         db.execute(f"CREATE TEMP TABLE {name} ({', '.join(_quote(c.name) + ' ' + t for c, t in zip(table.columns, types))})")
         self.temp_tables.append(name)
-        after = bool(conn.snapshot_after_history)
+        after = engine.server.reads_after_history(conn.snapshot_after_history)
         rows = [tuple(_engine_value(c.type.text(r.get(c.name)), t) for c, t in zip(table.columns, types))
                 for leaf in engine.server.scenario.leaves(table) for r in engine.server.rows_as_of(leaf, after)]
         if rows and table.columns:

@@ -233,10 +233,12 @@ class ServerState:
         # decoding functions) the clock stands before server.start_lsn, each slot created
         # moving it on by a running-xacts record as creating a logical decoding context does
         # (snapbuild.c), never past start_lsn; then it stands at the history's end, growing
-        # with keepalive ``advance``. A slot created after that still gets a consistent point
-        # before the history (the fake replays it to every slot; table sync copies the initial
-        # rows), the one place where the order differs from a real server's. A scenario slot
-        # already past start_lsn means the history has happened.
+        # with keepalive ``advance`` and each slot created since, whose consistent point lies
+        # past the history: it receives none of it, as on a real server. With
+        # ``server.history: per_slot`` a slot created after that still gets a consistent point
+        # before the history (every slot receives it; table sync copies the initial rows),
+        # which no real server does. A scenario slot already past start_lsn means the history
+        # has happened.
         positions = [p for sl in self.slots.values() for p in (sl.confirmed_flush, sl.restart_lsn)]
         #: The history has happened (see above).
         self.happened = any(p > start for p in positions)
@@ -378,14 +380,28 @@ class ServerState:
         return self.wal_lsn
 
     def slot_position(self) -> int:
-        """A new slot's consistent point: at or before the history's first transaction (every
-        slot sees the scenario) and, until the history happened, at or after every position
-        reported so far."""
+        """A new slot's consistent point, a running-xacts record at the current position
+        (snapbuild.c), so at or after every position reported so far: before the history
+        until it happened (the slot receives the scenario), past it since (the slot
+        receives none of it) — or, with ``server.history: per_slot``, before the history
+        always, the server's position going back for it."""
         start = self.scenario.server.start_lsn
-        if self.happened:
+        if not self.happened:
+            self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, start))
+        elif self.scenario.server.history == "per_slot":
             return min(self.wal_lsn, start)
-        self.wal_lsn = max(self.wal_lsn, min(self.wal_lsn + _RUNNING_XACTS, start))
+        else:
+            self.wal_lsn += _RUNNING_XACTS
         return self.wal_lsn
+
+    def reads_after_history(self, snapshot: bool | None) -> bool:
+        """Whether a read of the scenario's tables sees what the history left: *snapshot*
+        when the transaction has a slot's snapshot (SNAPSHOT 'use'), else the present —
+        after the history once it happened, unless every slot receives it anew
+        (``per_slot``), where the tables stay as table sync copies them."""
+        if snapshot is not None:
+            return snapshot
+        return self.happened and self.scenario.server.history == "once"
 
     def rows_as_of(self, table: Table, after_history: bool) -> list[dict[str, Any]]:
         """The rows of *table* (a leaf) in a snapshot taken before the history (the scenario's
@@ -440,8 +456,7 @@ class ServerState:
     def plan(self, options: StreamOptions, start: int) -> Plan:
         if self.scenario.raw is None:
             # Every start at or before the history's first position gets the same plan
-            # (a slot created before the history began, or after it with its consistent
-            # point before it, as every slot here has).
+            # (a slot created before the history began, or after it with ``per_slot``).
             start = max(start, self.scenario.server.start_lsn)
         key = (options, start)
         plan = self._plans.get(key)

@@ -163,6 +163,16 @@ def limit_value(path: str, name: str, value: Any) -> float | int:
     return value if is_int else float(value)
 
 
+#: ``server.history``: ``once`` — the transactions commit once, when a client first decodes;
+#: a slot created after that has its consistent point past them and receives none of them,
+#: as on a real server (snapbuild.c: a new slot's consistent point is a running-xacts record
+#: at the current insert position). ``per_slot`` — every new slot, also one created after a
+#: stream ran, gets a consistent point before them and receives them all (and table sync
+#: copies the initial rows): a harness that makes a fresh slot per test against one
+#: long-running server; no real server does this.
+HISTORY_MODES = ("once", "per_slot")
+
+
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
     """Who the fake server says it is. ``version`` decides the persona (major 10 … 18)."""
@@ -187,6 +197,13 @@ class ServerInfo:
     #: What one client may cost (``max_connections``, ``authentication_timeout`` …: flat
     #: keys of the ``server:`` section).
     limits: Limits = field(default_factory=Limits)
+    #: Which slots receive the scenario's transactions (:data:`HISTORY_MODES`): ``once``,
+    #: as a real server, or ``per_slot``, every new slot, which no real server does.
+    history: str = "once"
+
+    def __post_init__(self) -> None:
+        if self.history not in HISTORY_MODES:
+            raise ScenarioError("server.history", " or ".join(HISTORY_MODES), _describe(self.history))
 
     @property
     def major(self) -> int:
@@ -956,7 +973,7 @@ class _Loader:
     def server(self, data: Any) -> ServerInfo:
         d = self.keys("server", data, ("version", "system_id", "timeline", "database", "start_lsn",
                                        "first_xid", "clock", "logical_decoding_work_mem", "encoding",
-                                       "parameters", "settings", *LIMIT_RANGES))
+                                       "parameters", "settings", "history", *LIMIT_RANGES))
         kw: dict[str, Any] = {}
         limits = {name: limit_value(f"server.{name}", name, d[name]) for name in LIMIT_RANGES if name in d}
         if limits:
@@ -989,6 +1006,8 @@ class _Loader:
                                                           d["logical_decoding_work_mem"])
         if "encoding" in d:
             kw["encoding"] = self.string("server.encoding", d["encoding"])
+        if "history" in d:
+            kw["history"] = d["history"]  # checked by ServerInfo
         for key in ("parameters", "settings"):
             if key in d:
                 value = d[key]

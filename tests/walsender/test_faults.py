@@ -125,11 +125,17 @@ def test_selectors_connection_ordinal_application_name_slot_and_times() -> None:
     st = ServerState(Scenario.from_dict(items(16, small=3, big=5, auth="trust", rollback_in_big=False)),
                      extra_faults=[Fault("disconnect", after_messages=2, connection=2, times=None),
                                    Fault("reset", after_messages=1, application_name="victim")])
+    runs = [("a", "s1"), ("a", "s2"), ("victim", "s3"), ("victim", "s4"), ("a", "s5")]
+    # every slot is made before the first stream, as a real server needs for each to receive
+    # the transactions (a slot made after them starts past them)
+    setup = Client(st)
+    setup.startup("replicator", application_name="setup")
+    for _, slot in runs:
+        setup.query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")
     results = []
-    for app, slot in [("a", "s1"), ("a", "s2"), ("victim", "s3"), ("victim", "s4"), ("a", "s5")]:
+    for app, slot in runs:
         c = Client(st)
         c.startup("replicator", application_name=app)
-        c.query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")
         out = c.query(START.replace(" s ", f" {slot} "))
         results.append((len(writes(out)), None if c.closed is None else c.closed.reset))
     full = results[0][0]
@@ -148,14 +154,24 @@ def test_parse_faults_errors() -> None:
 
 
 def _replication_client(host: str, port: int, slot: str) -> socket.socket:
+    """A client streaming from *slot*, made beforehand (:func:`_create_slots`)."""
     from pgwire_spec.wire import Query, StartupMessage, encode_message
 
     s = socket.create_connection((host, port), timeout=10)
     s.sendall(encode_message(StartupMessage(parameters=(("user", "replicator"), ("database", "postgres"),
                                                          ("replication", "database")))))
-    s.sendall(encode_message(Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")))
     s.sendall(encode_message(Query(START.replace(" s ", f" {slot} "))))
     return s
+
+
+def _create_slots(dsn: str, *slots: str) -> None:
+    """Make the slots before any client streams: on a real server a slot made after the
+    transactions committed receives none of them (snapbuild.c)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for slot in slots:
+            conn.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
 
 
 def _read_until_closed(s: socket.socket, timeout: float = 10) -> tuple[bytes, str]:
@@ -177,6 +193,7 @@ def test_crash_drops_every_connection_and_refuses_new_ones_for_a_while() -> None
     data = items(16, small=200, big=5, auth="trust", rollback_in_big=False)
     with SyncFakeWalsender(data, faults=[Fault("crash", after_messages=50, slot="victim", seconds=1.0)]) as fake:
         # two idle streams that already got everything, then the victim crashes the server
+        _create_slots(fake.dsn, "b0", "b1", "victim")
         bystanders = [_replication_client(fake.host, fake.port, f"b{i}") for i in range(2)]
         time.sleep(0.5)
         victim = _replication_client(fake.host, fake.port, "victim")

@@ -11,8 +11,9 @@ update rows across the filters (into them: INSERT, out of them: DELETE), move ke
 between partitions; some come from a replication origin, which subscribers of 16+ (``origin =
 none``) do not get. The same subscriber server subscribes, with copy_data
 true and false, once to a database of its own cluster (the real publisher: its slot made
-first, as a subscription to the same cluster must) and once to the fake; every subscriber
-table must end equal.
+first, as a subscription to the same cluster must; the transactions committed after it and
+before the subscription, as the fake's commit before table sync makes its slots) and once to
+the fake; every subscriber table must end equal.
 """
 
 from __future__ import annotations
@@ -320,6 +321,14 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
         data.load(pub)
         pub.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", [slot])
         pub.execute("SELECT pg_replication_origin_create(%s)", [origin])
+        # The real publisher's transactions commit after the subscription's slot and before
+        # its table sync makes its own slots, as the fake's do: they commit when a client first
+        # decodes, here the apply worker, which starts table sync only once it streams
+        # (tablesync.c process_syncing_tables). With copy_data, table sync then copies what
+        # they left and the apply worker skips them for tables not yet synced (worker.c
+        # should_apply_changes_for_rel); without, the apply worker applies them.
+        data.replay(pub, origin)
+        (end,) = pub.execute("SELECT pg_current_wal_lsn()").fetchone()
         with SyncFakeWalsender(scenario) as fake:
             with psycopg.connect(_dsn(server, dbs["real"]), autocommit=True) as real, \
                     psycopg.connect(_dsn(server, dbs["fake"]), autocommit=True) as faked:
@@ -332,9 +341,6 @@ def test_subscriber_tables_equal_a_real_publishers(databases: Any, major: int, c
                 faked.execute(f"CREATE SUBSCRIPTION s_fake CONNECTION '{conninfo}' PUBLICATION pub_a, pub_b "
                               f"WITH ({options})")
                 _wait("the real subscriber's table sync", lambda: _synced(real))
-                # the real publisher's transactions happen after its subscriber synced
-                data.replay(pub, origin)
-                (end,) = pub.execute("SELECT pg_current_wal_lsn()").fetchone()
                 _wait("the real subscriber to confirm the publisher's last change", lambda: pub.execute(
                     "SELECT confirmed_flush_lsn >= %s FROM pg_replication_slots WHERE slot_name = %s",
                     [end, slot]).fetchone()[0], why=lambda: (end, pub.execute(

@@ -22,6 +22,7 @@ from pgwire_spec.wire import (
     CopyDone,
     ErrorResponse,
     Query,
+    ReadyForQuery,
     StartupMessage,
     Terminate,
     encode_message,
@@ -30,19 +31,44 @@ from pgwire_spec.wire import (
 from .scenarios import items
 
 
-def _hello(slot: str, user: str = "replicator") -> bytes:
+def _hello(slot: str, user: str = "replicator", *, create: bool = True) -> bytes:
     return b"".join(encode_message(m) for m in (
         StartupMessage(parameters=(("user", user), ("database", "postgres"), ("replication", "database"))),
-        Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')"),
+        *([Query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'nothing')")] if create else []),
         Query(f"START_REPLICATION SLOT {slot} LOGICAL 0/0 (proto_version '1', publication_names 'pub')"),
     ))
 
 
-async def _stream_to_end(host: str, port: int, slot: str, end: int) -> int:
-    """A minimal replication client: stream until the position *end*, then CopyDone and
-    Terminate; returns how many XLogData it got."""
+async def _create_slots(host: str, port: int, slots: list[str]) -> None:
+    """Make the slots over one connection before any client streams: on a real server a
+    slot made after the transactions committed receives none of them (snapbuild.c)."""
     reader, writer = await asyncio.open_connection(host, port)
-    writer.write(_hello(slot))
+    writer.write(encode_message(StartupMessage(parameters=(
+        ("user", "replicator"), ("database", "postgres"), ("replication", "database")))))
+    writer.write(b"".join(encode_message(Query(f"CREATE_REPLICATION_SLOT {s} LOGICAL pgoutput (SNAPSHOT 'nothing')"))
+                          for s in slots))
+    backend = BackendReader()
+    ready = 0
+    try:
+        while ready < len(slots) + 1:  # one after authentication, one per slot
+            data = await reader.read(1 << 16)
+            if not data:
+                raise AssertionError("closed while creating the slots")
+            backend.feed(data)
+            for msg in backend:
+                if isinstance(msg, ErrorResponse):
+                    raise AssertionError(f"{msg.code} {msg.message}")
+                ready += isinstance(msg, ReadyForQuery)
+        writer.write(encode_message(Terminate()))
+    finally:
+        writer.close()
+
+
+async def _stream_to_end(host: str, port: int, slot: str, end: int, *, create: bool = True) -> int:
+    """A minimal replication client: stream until the position *end*, then CopyDone and
+    Terminate; returns how many XLogData it got. Without *create* the slot exists."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(_hello(slot, create=create))
     backend = BackendReader()
     count = 0
     try:
@@ -81,8 +107,9 @@ def test_two_hundred_concurrent_replication_connections_each_stream_to_the_end()
 
     async def main() -> list[int]:
         async with FakeWalsender(scenario, record=False) as fake:
-            return await asyncio.wait_for(
-                asyncio.gather(*[_stream_to_end(fake.host, fake.port, f"s{i}", end) for i in range(n)]), 120)
+            await asyncio.wait_for(_create_slots(fake.host, fake.port, [f"s{i}" for i in range(n)]), 120)
+            return await asyncio.wait_for(asyncio.gather(
+                *[_stream_to_end(fake.host, fake.port, f"s{i}", end, create=False) for i in range(n)]), 120)
 
     counts = asyncio.run(main())
     # every connection got the whole stream: B, I, C per small transaction, … up to the end
@@ -157,10 +184,11 @@ def test_malformed_input_on_one_connection_while_another_streams() -> None:
 
     async def main() -> tuple[int, list[Any], int]:
         async with FakeWalsender(scenario) as fake:
-            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end))
+            await asyncio.wait_for(_create_slots(fake.host, fake.port, ["good", "after"]), 60)
+            streaming = asyncio.create_task(_stream_to_end(fake.host, fake.port, "good", end, create=False))
             bad = await garbage(fake.host, fake.port)
             count = await asyncio.wait_for(streaming, 60)
-            again = await _stream_to_end(fake.host, fake.port, "after", end)
+            again = await _stream_to_end(fake.host, fake.port, "after", end, create=False)
             return count, bad, again
 
     count, bad, again = asyncio.run(main())

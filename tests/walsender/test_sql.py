@@ -12,15 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgwire_spec import PgOutputDecoder
-from pgwire_spec.lsn import parse_lsn
+from pgwire_spec.lsn import format_lsn, parse_lsn
 from pgwire_spec.pgoutput import messages as m
 from pgwire_spec.replication.messages import PrimaryKeepalive, XLogData, decode_copy_data
 from pgwire_spec.walsender import ServerState
 from pgwire_spec.walsender._catalog import CATALOG, columns_of
 from pgwire_spec.walsender._catalog_layout import attnum, relation_natts, relation_oid
 from pgwire_spec.walsender._engine import truncated_identifiers
+from pgwire_spec.walsender._history import TxnEvent
 from pgwire_spec.walsender.personas import ServerError
-from pgwire_spec.walsender.scenario import Limits, Scenario
+from pgwire_spec.walsender.scenario import Limits, Scenario, ScenarioError
 from pgwire_spec.wire import (
     Bind,
     CommandComplete,
@@ -229,7 +230,9 @@ def test_wal_sender_timeout_reported_as_in_force() -> None:
 def test_the_scenario_tables_read_as_table_sync_copies_them() -> None:
     """``SELECT`` on a scenario table answers the rows COPY gives table sync (the initial
     rows), named, typed and with the column's type modifier as a real server describes
-    them; a partitioned table reads its partitions' rows; the same after a stream ran."""
+    them; a partitioned table reads its partitions' rows; after a stream ran, what the
+    history left (its transactions have committed), or with ``server.history: per_slot``
+    the initial rows still."""
     state = _state(16)
     c = _client(state)
     sql = "SELECT * FROM public.accounts ORDER BY id"
@@ -244,7 +247,10 @@ def test_the_scenario_tables_read_as_table_sync_copies_them() -> None:
     assert _rows(_ok(c.query("SELECT a.name, count(*) FROM accounts a WHERE a.id = 1 GROUP BY a.name"))) == [
         ("alice", "1")]
     assert _go_demo_flow(state)
-    assert _rows(_ok(_client(state).query(sql))) == [("1", "alice", "10.50")]
+    assert _rows(_ok(_client(state).query(sql))) == [("2", "robert", "4")]
+    per_slot = _state(16, server={"version": "16.4", "history": "per_slot"})
+    assert _go_demo_flow(per_slot)
+    assert _rows(_ok(_client(per_slot).query(sql))) == [("1", "alice", "10.50")]
 
     parted = _state(16, tables={
         "public.m": {"partition_by": "RANGE (id)", "columns": [{"name": "id", "type": "int8", "key": True},
@@ -486,6 +492,8 @@ def _go_demo_flow(state: ServerState) -> list[Any]:
             payload = decode_copy_data(msg.data)
             if isinstance(payload, XLogData):
                 got.append(decoder.decode(payload.data))
+    c.copy_done()
+    c.terminate()  # its temporary slot goes with it
     return got
 
 
@@ -494,64 +502,118 @@ def test_the_go_client_demo_flow_receives_the_scenario() -> None:
     assert [type(x).__name__ for x in got] == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
 
 
-_CALLS = st.lists(st.sampled_from(["identify", "create", "wal_lsn", "start"]), min_size=1, max_size=8)
+def test_the_go_client_demo_flow_after_a_stream_ran() -> None:
+    """Run again against the same server, the Go demo's temporary slot is made after the
+    scenario's transaction committed: it receives nothing, as from a real server (snapbuild.c:
+    the slot's consistent point is past the commit)."""
+    state = _state(16)
+    assert _go_demo_flow(state)
+    assert _go_demo_flow(state) == []
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_history_per_slot_gives_every_new_slot_the_scenario() -> None:
+    """``server.history: per_slot``: a slot made after a stream ran still has its consistent
+    point before the history and, streamed from it, receives every transaction (which no real
+    server does); a bad value is a scenario error naming the choices."""
+    state = _state(16, server={"version": "16.4", "history": "per_slot"})
+    start = state.scenario.server.start_lsn
+    for i in range(2):
+        c = _client(state, "database")
+        cp = parse_lsn(_rows(_ok(c.query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")))[0][1] or "")
+        assert cp <= start
+        out = c.query(f"START_REPLICATION SLOT s{i} LOGICAL 0/0 (proto_version '1', publication_names 'pub')")
+        tags = [p.data[:1] for x in out if isinstance(x, CopyData)
+                if isinstance(p := decode_copy_data(x.data), XLogData)]
+        assert tags == [b"B", b"R", b"I", b"U", b"D", b"C"]
+    with pytest.raises(ScenarioError, match="once or per_slot") as info:
+        _state(16, server={"version": "16.4", "history": "every"})
+    assert info.value.path == "server.history" and "'every'" in info.value.found
+
+
+#: The calls a client can make, in any order: IDENTIFY_SYSTEM, pg_current_wal_lsn(), a slot
+#: made by the replication command or by SQL, START_REPLICATION of the oldest slot not yet
+#: streamed from 0/0 or from the last position the server reported.
+_CALLS = st.lists(st.sampled_from(["identify", "wal_lsn", "create", "sql_create", "start", "start_told"]),
+                  min_size=1, max_size=10)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=_CALLS)
 def test_positions_come_in_a_real_servers_order(calls: list[str]) -> None:
-    """The server's positions (xlogpos, pg_current_wal_lsn(), consistent points until the
-    history happens) never go back, and a slot's consistent point at or after every position
-    reported before it was created; every stream, from any position told before the history
-    happened, carries every transaction; positions told after a stream are at or after what
-    it carried; and a slot created after the history happened still sees all of it (the
-    fake replays it to every slot)."""
-    state = _state(16)
+    """The positions the server reports (xlogpos, pg_current_wal_lsn(), consistent points)
+    never go back, before or after the history happened; a slot made at time t has a
+    consistent point at or after every position reported and every walEnd sent before t;
+    a stream carries exactly the scenario's transactions that commit at or after where it
+    starts (the later of its slot's consistent point and the position asked for: logical.c
+    CreateDecodingContext, snapbuild.c SnapBuildXactNeedsSkip), so a slot made after the
+    history streamed receives none of them; a stream's walEnd never goes back."""
+    state = _state(16, transactions=[
+        {"changes": [{"insert": "public.accounts", "new": {"id": 10 + i, "name": f"n{i}", "amount": "1"}}]}
+        for i in range(3)])
     repl = _client(state, "database")
     plain = _client(state)
     reported: list[int] = []  # xlogpos, pg_current_wal_lsn(), consistent points, in order
-    streamed = 0
-    slots: list[str] = []
-    commits = sum(1 for _ in state.history.events)
-    start = state.scenario.server.start_lsn
+    streamed = 0  # the furthest walEnd any stream sent
+    slots: list[tuple[str, int]] = []  # made, not yet streamed: (name, consistent point)
+    commits = [ev.commit_lsn for ev in state.history.events if isinstance(ev, TxnEvent)]
+    assert len(commits) == 3
     for i, call in enumerate(calls):
         if call == "identify":
             reported.append(parse_lsn(_rows(_ok(repl.query("IDENTIFY_SYSTEM")))[0][2] or ""))
         elif call == "wal_lsn":
             reported.append(parse_lsn(_rows(_ok(plain.query("SELECT pg_current_wal_lsn()")))[0][0] or ""))
-        elif call == "create":
-            cp = parse_lsn(_rows(_ok(repl.query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")))[0][1] or "")
-            assert cp <= start
-            if not state.happened:
-                assert all(cp >= p for p in reported)
-                reported.append(cp)
-            slots.append(f"s{i}")
-        elif call == "start" and slots:
-            name = slots.pop(0)
-            since = reported[-1] if reported and not state.happened else 0
+        elif call in ("create", "sql_create"):
+            if call == "create":
+                out = repl.query(f"CREATE_REPLICATION_SLOT s{i} LOGICAL pgoutput")
+            else:
+                out = plain.query(f"SELECT slot_name, lsn FROM pg_create_logical_replication_slot('s{i}', 'pgoutput')")
+            cp = parse_lsn(_rows(_ok(out))[0][1] or "")
+            assert all(cp >= p for p in reported) and cp >= streamed, (cp, reported, streamed)
+            reported.append(cp)
+            slots.append((f"s{i}", cp))
+        elif call in ("start", "start_told") and slots:
+            name, cp = slots.pop(0)
+            since = reported[-1] if call == "start_told" else 0
             c = _client(state, "database")
-            out = c.query(f"START_REPLICATION SLOT {name} LOGICAL {since >> 32:X}/{since & 0xFFFFFFFF:X} "
+            out = c.query(f"START_REPLICATION SLOT {name} LOGICAL {format_lsn(since)} "
                           "(proto_version '1', publication_names 'pub')")
             payloads = [decode_copy_data(x.data) for x in out if isinstance(x, CopyData)]
+            got = [p.data[:1] for p in payloads if isinstance(p, XLogData)]
+            expected = sum(1 for lsn in commits if lsn >= max(cp, since))
+            assert got.count(b"C") == expected, (call, cp, since, commits)
+            if not expected:
+                assert got == []
             ends = [p.wal_end for p in payloads if isinstance(p, (XLogData, PrimaryKeepalive)) and p.wal_end]
-            assert sum(1 for p in payloads if isinstance(p, XLogData) and p.data[:1] == b"C") == commits
-            # a stream's walEnd grows from where it started (the walsender's sentPtr)
-            assert ends == sorted(ends)
+            assert ends == sorted(ends) and all(e >= max(cp, since) for e in ends)
             streamed = max([streamed, *ends])
         if call in ("identify", "wal_lsn"):
             assert reported[-1] >= streamed  # the server's position is past what any stream sent
         assert reported == sorted(reported), reported
 
 
-def test_copy_serves_the_initial_rows_to_every_slot() -> None:
-    """Every slot sees the scenario's transactions, so table sync copies the rows before them."""
-    state = _state(16)
-    c = _client(state, "database")
-    out = c.query("COPY public.accounts TO STDOUT")
-    assert [x.data for x in out if isinstance(x, CopyData)] == [b"1\talice\t10.50\n"]
-    assert _go_demo_flow(state)
-    out = _client(state, "database").query("COPY public.accounts TO STDOUT")
-    assert [x.data for x in out if isinstance(x, CopyData)] == [b"1\talice\t10.50\n"]
+def test_copy_reads_the_rows_the_slots_snapshot_sees() -> None:
+    """Table sync copies in the snapshot of the slot it made (SNAPSHOT 'use'): made before the
+    history, the initial rows, also when the COPY runs after another client streamed; made
+    after it, what the history left; with ``server.history: per_slot`` always the initial
+    rows, since every slot receives the history."""
+    def copy_after_slot(state: ServerState, slot: str) -> list[bytes]:
+        c = _client(state, "database")
+        _ok(c.query("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ"))
+        _ok(c.query(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'use')"))
+        out = c.query("COPY public.accounts TO STDOUT")
+        _ok(c.query("COMMIT"))
+        return [x.data for x in out if isinstance(x, CopyData)]
+
+    for history, after in (("once", [b"2\trobert\t4\n"]), ("per_slot", [b"1\talice\t10.50\n"])):
+        state = _state(16, server={"version": "16.4", "history": history})
+        c = _client(state, "database")
+        _ok(c.query("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ"))
+        _ok(c.query("CREATE_REPLICATION_SLOT before LOGICAL pgoutput (SNAPSHOT 'use')"))
+        assert _go_demo_flow(state)  # another client streams: the history happens
+        out = c.query("COPY public.accounts TO STDOUT")
+        assert [x.data for x in out if isinstance(x, CopyData)] == [b"1\talice\t10.50\n"]
+        _ok(c.query("COMMIT"))
+        assert copy_after_slot(state, "after") == after, history
 
 
 def test_sql_identifiers_over_63_bytes_are_reported_as_scan_l_cuts_them() -> None:

@@ -21,6 +21,7 @@ from pgwire_spec.wire import (
     BackendReader,
     CopyBothResponse,
     CopyData,
+    CopyDone,
     DataRow,
     ErrorResponse,
     Query,
@@ -358,6 +359,85 @@ def test_the_go_demo_flow_receives_the_same_on_the_fake_and_a_real_15(pg_server:
 
     with_real = _go_demo(real.host, real.port, real.user, workload)
     assert with_fake == with_real == ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"]
+
+
+def _second_slot(dsn: str, host: str, port: int, user: str, commit: Callable[[], None]) -> dict[str, Any]:
+    """A slot, a transaction committed, a stream from the slot to its Commit, then
+    IDENTIFY_SYSTEM, a second slot and what decoding it gives (peeked: nothing waits)."""
+    import psycopg2
+
+    from pgwire_spec.lsn import parse_lsn
+
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    cur = conn.cursor()
+    c = None
+    try:
+        cur.execute("DROP PUBLICATION IF EXISTS clock_pub")
+        cur.execute("CREATE PUBLICATION clock_pub FOR TABLE public.accounts")
+        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot('clock_first', 'pgoutput')")
+        first_cp = parse_lsn(cur.fetchone()[0])
+        commit()
+        c = _RawClient(host, port, user, "postgres")
+        c.sock.sendall(encode_message(Query(
+            "START_REPLICATION SLOT clock_first LOGICAL 0/0 (proto_version '1', publication_names 'clock_pub')")))
+        c.until(CopyBothResponse)
+        decoder = PgOutputDecoder(protocol_version=1)
+        kinds: list[str] = []
+        commit_end = 0
+        while "Commit" not in kinds:
+            msg = c.next()
+            if isinstance(msg, CopyData) and isinstance(payload := decode_copy_data(msg.data), XLogData):
+                decoded = decoder.decode(payload.data)
+                kinds.append(type(decoded).__name__)
+                commit_end = getattr(decoded, "end_lsn", commit_end)
+        c.sock.sendall(encode_message(CopyDone()))
+        c.until(ReadyForQuery)
+        (row,) = [m for m in c.exec("IDENTIFY_SYSTEM") if isinstance(m, DataRow)]
+        xlogpos = parse_lsn(row.values[2].decode())
+        (row,) = [m for m in c.exec("CREATE_REPLICATION_SLOT clock_second LOGICAL pgoutput") if isinstance(m, DataRow)]
+        second_cp = parse_lsn(row.values[1].decode())
+        cur.execute("SELECT count(*) FROM pg_logical_slot_peek_binary_changes('clock_second', NULL, NULL, "
+                    "'proto_version', '1', 'publication_names', 'clock_pub')")
+        second = cur.fetchone()[0]
+        cur.execute("SELECT pg_current_wal_lsn()")
+        now = parse_lsn(cur.fetchone()[0])
+        return {"first": kinds, "second": second,
+                "order": first_cp < commit_end <= xlogpos <= second_cp <= now}
+    finally:
+        # both slots are released (the stream ended with CopyDone; a slot made by the command
+        # is released at once), so they drop while the connection is still open
+        cur.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'clock_%'")
+        for (slot,) in cur.fetchall():
+            cur.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+        cur.execute("DROP PUBLICATION IF EXISTS clock_pub")
+        conn.close()
+        if c is not None:
+            c.sock.close()
+
+
+def test_a_slot_made_after_a_stream_receives_nothing_on_the_fake_as_on_a_real_15(
+        pg_server: Any, fake: Any) -> None:  # noqa: F811
+    """A second slot made after the first streamed the committed transaction has its
+    consistent point past it (and past IDENTIFY_SYSTEM's xlogpos, itself past the Commit),
+    and decoding it gives nothing, on a real 15 as on the fake (snapbuild.c)."""
+    server = fake(15)
+    ours = _second_slot(server.dsn, server.host, server.port, "postgres", lambda: None)
+    real = _real(pg_server, 15)
+
+    def workload() -> None:
+        import psycopg2
+
+        conn = psycopg2.connect(real.dsn)
+        with conn.cursor() as cur:
+            for sql in WORKLOAD:
+                cur.execute(sql)
+        conn.commit()
+        conn.close()
+
+    theirs = _second_slot(real.dsn, real.host, real.port, real.user, workload)
+    assert ours == theirs == {"first": ["Begin", "Relation", "Insert", "Update", "Delete", "Commit"], "second": 0,
+                              "order": True}
 
 
 # ------------------------------------------------------------------------------------------
