@@ -550,7 +550,10 @@ class SqlEngine:
         if self._db is None:
             import duckdb  # opened on first use: a server most clients never ask SQL of pays nothing
 
-            db = duckdb.connect(":memory:")
+            # no extension fetched or loaded behind a query's back (DuckDB would download
+            # one for an inet or json value): what the engine lacks is a clear error
+            db = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                    "autoload_known_extensions": False})
             db.execute(f"CREATE SCHEMA {_SCHEMA}")
             for rel in CATALOG:
                 if not columns_of(rel, self.major):
@@ -998,6 +1001,11 @@ def _engine_error(exc: Exception, sql: str) -> ServerError:
     text = re.sub(r"^[A-Za-z ]+ Error: ", "", text).split("\n")[0]
     text = text.replace(f"{_SCHEMA}.", "").replace("pgw_", "")
     text = re.sub(r"_(\d+)\b(?=\()", "", text)
+    m_ = re.search(r'(Type|Function) with name "?([^" ]+)"? is not in the catalog, but it exists in', text)
+    if m_:
+        what = "type" if m_.group(1) == "Type" else "function"
+        return ServerError("0A000", f'the fake walsender does not provide the {what} "{m_.group(2)}"',
+                           detail=f"Query: {sql[:200]}")
     m_ = re.search(r"Table with name (\S+) does not exist", text)
     if m_:
         return ServerError("42P01", f'relation "{m_.group(1)}" does not exist')

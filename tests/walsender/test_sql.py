@@ -373,6 +373,8 @@ def test_what_is_outside_the_surface_is_a_clear_error_naming_it() -> None:
     assert _error(c.query("SELECT no_such_function(1)"))[0] == "42883"  # type: ignore[index]
     assert _error(c.query("SELECT * FROM other.accounts")) == ("42P01", 'relation "other.accounts" does not exist')
     assert _error(c.query("SELECT * FROM accounts FOR UPDATE"))[0] == "0A000"  # type: ignore[index]
+    # what the engine would fetch an extension for is named, nothing is fetched
+    assert _error(c.query("SELECT '127.0.0.1'::inet")) == ("0A000", 'the fake walsender does not provide the type "inet"')
     # the connection goes on
     assert _rows(_ok(c.query("SELECT 1"))) == [("1",)]
 
