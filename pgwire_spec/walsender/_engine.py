@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -372,9 +372,11 @@ def _type_of_name(type_name: ast.TypeName) -> int | None:
 class _Scope:
     """The relations of a FROM clause, by the name a column reference qualifies them with."""
 
-    def __init__(self, major: int, tables: Sequence[Table] = ()) -> None:
+    def __init__(self, major: int, tables: Sequence[Table] = (), ctes: Mapping[str, Any] | None = None) -> None:
         self.major = major
         self.tables = tables
+        #: the WITH queries in scope by name (``CommonTableExpr``), the innermost's
+        self.ctes: Mapping[str, Any] = ctes or {}
         self.relations: list[tuple[str, tuple[CatalogColumn, ...]]] = []
         #: (relation, column) -> what RowDescription says of it: the type modifier of a
         #: scenario table's column or a catalog column's, the relation's OID and the column's number for a table's
@@ -388,7 +390,16 @@ class _Scope:
 
     def add_from(self, items: Sequence[Any] | None) -> None:
         for item in items or ():
-            if isinstance(item, ast.RangeVar):
+            if isinstance(item, ast.RangeVar) and item.schemaname is None and item.relname in self.ctes:
+                # a WITH query: its columns as a subquery's, renamed by its column list
+                # (parse_relation.c addRangeTableEntryForCTE; markTargetListOrigin follows
+                # a non-recursive one into its query)
+                cte = self.ctes[item.relname]
+                inner = {k: v for k, v in self.ctes.items() if k != item.relname}
+                if isinstance(cte.ctequery, ast.SelectStmt):
+                    self._add_query(item.alias.aliasname if item.alias else item.relname, cte.ctequery,
+                                    _names(cte.aliascolnames), inner)
+            elif isinstance(item, ast.RangeVar):
                 name = item.alias.aliasname if item.alias else item.relname
                 relation = catalog_relation(item.schemaname, item.relname)
                 if relation is not None:
@@ -415,16 +426,7 @@ class _Scope:
             elif isinstance(item, ast.RangeSubselect) and item.alias and isinstance(item.subquery, ast.SelectStmt):
                 # a subquery in FROM: its result columns, typed as the query would type them,
                 # with their origins (markTargetListOrigin copies them up)
-                names = {oid: name for name, oid in TYPE_OIDS.items()}
-                fields: list[FieldInfo] = []
-                columns = _result_columns(item.subquery, self.major, self.tables, fields) or []
-                alias = item.alias.aliasname
-                self.relations.append((alias, tuple(
-                    CatalogColumn(name, names.get(oid or 0, "")) for name, oid in columns)))
-                if len(fields) == len(columns):
-                    self.fields.update(((alias, name), info) for (name, _), info in zip(columns, fields, strict=True))
-                self.user_types.update(((alias, name), oid) for name, oid in columns
-                                       if oid is not None and oid not in names)
+                self._add_query(item.alias.aliasname, item.subquery, _names(item.alias.colnames), self.ctes)
             elif isinstance(item, ast.RangeFunction):
                 call = item.functions[0][0] if item.functions and item.functions[0] else None
                 if isinstance(call, ast.FuncCall):
@@ -439,6 +441,18 @@ class _Scope:
                         colnames = item.alias.colnames if item.alias and item.alias.colnames else None
                         column = colnames[0].sval if colnames else alias
                         self.relations.append((alias, (CatalogColumn(column, _FUNCTIONS[fname].result),)))
+
+    def _add_query(self, alias: str, query: ast.SelectStmt, renamed: list[str], ctes: Mapping[str, Any]) -> None:
+        """A relation that is a query's result (a subquery in FROM, a WITH query): its
+        columns, the first ones renamed by *renamed*, typed as the query types them."""
+        names = {oid: name for name, oid in TYPE_OIDS.items()}
+        fields: list[FieldInfo] = []
+        columns = _result_columns(query, self.major, self.tables, fields, ctes) or []
+        columns = [(renamed[i] if i < len(renamed) else name, oid) for i, (name, oid) in enumerate(columns)]
+        self.relations.append((alias, tuple(CatalogColumn(name, names.get(oid or 0, "")) for name, oid in columns)))
+        if len(fields) == len(columns):
+            self.fields.update(((alias, name), info) for (name, _), info in zip(columns, fields, strict=True))
+        self.user_types.update(((alias, name), oid) for name, oid in columns if oid is not None and oid not in names)
 
     def column(self, fields: Sequence[Any]) -> int | None:
         names = _names(fields)
@@ -960,18 +974,22 @@ def result_columns(stmt: ast.SelectStmt, major: int,
 
 
 def _result_columns(stmt: ast.SelectStmt, major: int, tables: Sequence[Table] = (),
-                    fields: list[FieldInfo] | None = None) -> list[tuple[str, int | None]] | None:
+                    fields: list[FieldInfo] | None = None,
+                    ctes: Mapping[str, Any] | None = None) -> list[tuple[str, int | None]] | None:
     """The result columns' names and types; *fields* gets what RowDescription says of each
-    besides (see :class:`~._sql.FieldInfo`)."""
+    besides (see :class:`~._sql.FieldInfo`). *ctes*: the WITH queries of enclosing queries."""
+    if stmt.withClause is not None:
+        ctes = {**(ctes or {}), **{c.ctename: c for c in stmt.withClause.ctes or ()
+                                   if isinstance(c, ast.CommonTableExpr)}}
     if stmt.op is not None and stmt.op.name != "SETOP_NONE":
         # a set operation's columns are no table's (the left query's types, no origin)
-        columns = _result_columns(stmt.larg, major, tables) if stmt.larg is not None else None
+        columns = _result_columns(stmt.larg, major, tables, None, ctes) if stmt.larg is not None else None
         if fields is not None and columns is not None:
             fields.extend(DEFAULT_FIELD for _ in columns)
         return columns
     if stmt.valuesLists:
         return None
-    scope = _Scope(major, tables)
+    scope = _Scope(major, tables, ctes)
     scope.add_from(stmt.fromClause)
     out: list[tuple[str, int | None]] = []
     infos = fields if fields is not None else []
@@ -1152,6 +1170,18 @@ def _user_table(tables: Sequence[Table], node: ast.RangeVar) -> Table | None:
     return None
 
 
+class _CteNames(visitors.Visitor):  # type: ignore[misc]
+    """The names of a statement's WITH queries, at any depth."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
+
+    def visit_CommonTableExpr(self, ancestors: Any, node: ast.CommonTableExpr) -> Any:
+        self.found.add(node.ctename)
+        return None
+
+
 class _Rewriter(visitors.Visitor):  # type: ignore[misc]
     """The parse tree made runnable by the engine (see the module docstring)."""
 
@@ -1160,8 +1190,18 @@ class _Rewriter(visitors.Visitor):  # type: ignore[misc]
         self.engine = engine
         self.conn = conn
         self.temp_tables: list[str] = []
+        #: the names of the statement's WITH queries (a reference to one is no table's)
+        self.ctes: set[str] = set()
+
+    def __call__(self, node: Any) -> Any:
+        names = _CteNames()
+        names(node)
+        self.ctes = names.found
+        return super().__call__(node)
 
     def visit_RangeVar(self, ancestors: Any, node: ast.RangeVar) -> Any:
+        if node.schemaname is None and node.relname in self.ctes:
+            return None  # a WITH query's name: the engine runs the query itself
         relation = catalog_relation(node.schemaname, node.relname)
         if relation is not None:
             return ast.RangeVar(schemaname=_SCHEMA, relname=engine_table(relation), inh=True, relpersistence="p",

@@ -624,3 +624,16 @@ def test_sql_identifiers_over_63_bytes_are_reported_as_scan_l_cuts_them() -> Non
     assert truncated_identifiers(f'SELECT "{"é" * 40}", {"Ab" * 40} FROM t WHERE x = \'{"z" * 99}\'') == [
         ("é" * 40, "é" * 31), ("ab" * 40, ("ab" * 40)[:63])]
     assert truncated_identifiers("SELECT 1") == [] and truncated_identifiers("SELECT '\ud800' || x") == []
+
+
+def test_with_queries_run_and_keep_their_columns_origins() -> None:
+    c = _client(_state())
+    out = c.query("WITH t AS (SELECT relname, oid FROM pg_class WHERE relname = 'accounts') SELECT relname, oid FROM t")
+    assert _rows(out) == [("accounts", str(_state().scenario.tables[0].oid))]
+    # followed into the WITH query: pg_class's relname and oid (markTargetListOrigin)
+    assert [f[1:3] for f in _fields(out)] == [(1259, 2), (1259, 1)]
+    out = c.query("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r")
+    assert _rows(out) == [("1",), ("2",), ("3",)] and _columns(out) == [("n", 23)]
+    # a name of a WITH query shadows no table outside it
+    assert _error(c.query("SELECT * FROM (WITH y AS (SELECT 1) SELECT * FROM y) s, y")) == (
+        "42P01", 'relation "y" does not exist')

@@ -167,6 +167,15 @@ QUERIES = [
     "SELECT s.slot_name, s.active, r.rolname FROM pg_replication_slots s, pg_roles r WHERE false",
     "SELECT c.oid, relname FROM pg_class c JOIN pg_namespace USING (oid) WHERE false",
     "SELECT id FROM public.accounts UNION ALL SELECT 2 ORDER BY 1",
+    # WITH queries: a catalog's rows, a scenario table's, a column list renaming, a
+    # recursive one (origins followed into a non-recursive one's query)
+    "WITH t AS (SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'public') SELECT relname, relkind FROM t ORDER BY relname",
+    "WITH a AS (SELECT id, name FROM public.accounts) SELECT x.id, x.name FROM a x ORDER BY 1",
+    "WITH k(col) AS (SELECT attname FROM pg_attribute WHERE attrelid = 'public.accounts'::regclass AND attnum > 0) "
+    "SELECT col FROM k ORDER BY 1",
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+    "SELECT * FROM (WITH y AS (SELECT id FROM public.accounts) SELECT id FROM y) s ORDER BY 1",
     # pgjdbc's ResultSetMetaData (PgResultSetMetaData.fetchFieldMetaData) for two origins
     "SELECT c.relname, n.nspname, a.attname, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull), "
     "a.attidentity != '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%nextval(%' "
