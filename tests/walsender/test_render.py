@@ -204,6 +204,35 @@ def test_missing_publication_error_before_18_warning_from_18() -> None:
             assert any(isinstance(it, Write) for it in plan.items[1:])
 
 
+def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone() -> None:
+    """The shared frames (heads and payloads joined around a sendTime) of a plan rendered a
+    few items at a time, a WARNING among them (18's missing publication), are each Write
+    framed alone; a Notice is no frame and a run stops before it."""
+    from pgwire_spec.replication import frames
+
+    sc = Scenario.from_dict({**RICH, "server": {"version": "18.0"}})
+    options = persona(18).parse_options([("proto_version", "1"), ("publication_names", "pub,nope")])
+    plan = render(compile_history(sc), persona(18), options, sc.server.start_lsn, lazy=True)
+    while not plan.done:
+        plan.grow(len(plan.items) + 3)
+        fr = plan.frames()
+    items = list(plan.items)
+    assert any(isinstance(it, Notice) for it in items) and len(fr) == len(items)
+    i, pos = 0, 0
+    while i < len(items):
+        stop = fr.next_notice(i)
+        assert all(isinstance(it, Write) for it in items[i:stop])
+        for a in range(i, stop):
+            for b in range(a + 1, min(stop, a + 4) + 1):
+                want = b"".join(frames.xlog_data(w.lsn, w.lsn, 7, w.payload) for w in items[a:b])  # type: ignore[union-attr]
+                assert fr.run(a, b, frames.send_time(7)) == want
+            assert fr.offsets[a] == pos
+            pos += len(frames.xlog_data(0, 0, 0, items[a].payload))  # type: ignore[union-attr]
+        if stop < len(items):
+            assert isinstance(items[stop], Notice) and fr.offsets[stop] == fr.offsets[stop + 1] == pos
+        i = stop + 1
+
+
 # -- the Insert encoder of plain transactions (the bulk of a stream) ---------------------------
 
 _ENCODER_TYPES = ("int2", "int4", "int8", "oid", "text", "varchar(10)", "bpchar", "name", "bool", "numeric",
