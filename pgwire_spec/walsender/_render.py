@@ -219,18 +219,23 @@ class Frames:
     """Every Write of a plan framed once (CopyData, XLogData header, payload), shared by the
     connections that stream the plan, cut around the sendTime field: ``heads[w]`` is frame
     w up to its sendTime, ``payloads[w]`` its payload; a run of frames with a fresh
-    sendTime is one ``bytes.join`` (:meth:`run`).
+    sendTime is one ``bytes.join`` (:meth:`run`). Frames sent before (a warm stream) also
+    keep ``mids[w]`` = ``payloads[w] + heads[w + 1]``, made on their second send, so that
+    a later run joins one piece per frame.
 
     Items are indexed as in the plan (a Notice is no frame): ``offsets[i]`` is where item i
     starts in the framed stream, ``writes[i]`` the number of Writes before item i;
     :meth:`next_notice` the first Notice at or after item i. Framed as the plan grows
     (:meth:`extend`)."""
 
-    __slots__ = ("heads", "payloads", "offsets", "writes", "notices")
+    __slots__ = ("heads", "payloads", "mids", "offsets", "writes", "notices", "_sent")
 
     def __init__(self) -> None:
         self.heads: list[bytes] = []
         self.payloads: list[bytes] = []
+        self.mids: list[bytes] = []
+        #: Writes up to this one were sent at least once.
+        self._sent = 0
         self.offsets = [0]
         self.writes = [0]
         self.notices: list[int] = []
@@ -272,10 +277,20 @@ class Frames:
         return self.notices[k] if k < len(self.notices) else len(self)
 
     def run(self, start: int, stop: int, stamp: bytes) -> bytes:
-        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*:
-        head, stamp, payload of each, interleaved by two slice assignments and joined
-        (no frame is copied before it is sent)."""
+        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*.
+        The first time: head, stamp, payload of each, interleaved by two slice assignments
+        and joined (a cold stream copies no frame before it is sent); from the second on,
+        the stamp joins the kept ``mids`` (made here once)."""
         a, b = self.writes[start], self.writes[stop]
+        if b <= self._sent:
+            mids = self.mids
+            if len(mids) < b - 1:
+                k = len(mids)
+                mids.extend(map(bytes.__add__, self.payloads[k:b - 1], self.heads[k + 1:b]))
+            if b - a == 1:
+                return self.heads[a] + stamp + self.payloads[a]
+            return stamp.join([self.heads[a], *mids[a:b - 1], self.payloads[b - 1]])
+        self._sent = max(self._sent, b)
         parts = [stamp] * (3 * (b - a))
         parts[0::3] = self.heads[a:b]
         parts[2::3] = self.payloads[a:b]

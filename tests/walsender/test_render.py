@@ -207,7 +207,8 @@ def test_missing_publication_error_before_18_warning_from_18() -> None:
 def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone() -> None:
     """The shared frames (heads and payloads joined around a sendTime) of a plan rendered a
     few items at a time, a WARNING among them (18's missing publication), are each Write
-    framed alone; a Notice is no frame and a run stops before it."""
+    framed alone, sent the first time or again; a Notice is no frame and a run stops
+    before it."""
     from pgwire_spec.replication import frames
 
     sc = Scenario.from_dict({**RICH, "server": {"version": "18.0"}})
@@ -230,6 +231,9 @@ def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone() -> None:
             pos += len(frames.xlog_data(0, 0, 0, items[a].payload))  # type: ignore[union-attr]
         if stop < len(items):
             assert isinstance(items[stop], Notice) and fr.offsets[stop] == fr.offsets[stop + 1] == pos
+        # sent again (a warm stream): joined from the kept payload+head pieces, the same bytes
+        want = b"".join(frames.xlog_data(w.lsn, w.lsn, 9, w.payload) for w in items[i:stop])  # type: ignore[union-attr]
+        assert stop == i or fr.run(i, stop, frames.send_time(9)) == want
         i = stop + 1
 
 
