@@ -163,15 +163,16 @@ def _unterminated_string(size: int) -> str:
 
 
 def _cost(text: str) -> tuple[float, object]:
-    """The best of two parses (a shared machine's noise only ever adds) and the outcome."""
+    """The best of three parses in this thread's CPU time (a shared machine's noise only
+    ever adds, and time other processes ran is not counted) and the outcome."""
     best, outcome = float("inf"), None
-    for _ in range(2):
-        start = time.perf_counter()
+    for _ in range(3):
+        start = time.thread_time()
         try:
             outcome = parse_command(text)
         except CommandSyntaxError as exc:
             outcome = exc
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best, outcome
 
 
@@ -182,6 +183,7 @@ def test_a_command_costs_linear_time_in_its_length(make: Callable[[int], str]) -
     (small, _), (large, outcome) = _cost(make(1_000_000)), _cost(make(10_000_000))
     if isinstance(outcome, CommandSyntaxError):
         assert outcome.position > 9_000_000, outcome  # found where it is, at the end
-    # Ten times the text: about ten times the time; quadratic work would be a hundred.
+    # Ten times the text: about ten times the time; quadratic work would be a hundred. The
+    # bound leaves room for a loaded machine's caches (32 was seen once at load 11).
     ratio = large / max(small, 1e-4)
-    assert ratio < 25, f"{make.__name__}: 10 MB took {ratio:.1f} times what 1 MB took"
+    assert ratio < 45, f"{make.__name__}: 10 MB took {ratio:.1f} times what 1 MB took"
