@@ -111,8 +111,11 @@ class Relay(threading.Thread):
         sel.register(upstream, selectors.EVENT_READ, "B")
         open_sides = 2
         try:
-            while open_sides and not self.stopping.is_set():
-                for key, _ in sel.select(timeout=0.2):
+            while open_sides:
+                events = sel.select(timeout=0.2)
+                if not events and self.stopping.is_set():
+                    break  # stopped, and nothing more in flight (a client's last Terminate is read)
+                for key, _ in events:
                     src: socket.socket = key.fileobj  # type: ignore[assignment]
                     dst = upstream if key.data == "F" else client
                     data = src.recv(65536)
