@@ -15,9 +15,9 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from ..errors import PgWireError
 
@@ -227,16 +227,39 @@ def load_document(path: Path) -> Any:
     return _document(_read(path), path)
 
 
-def load_fixture_or_document(path: Path) -> Any:
+def load_fixture_or_document(path: Path, *, expected_as_text: bool = False) -> Any:
     """A pgoutput fixture file as its :class:`FixtureFile`, when msgspec reads it with every
     field of its JSON type; else the file's JSON document (:func:`load_document`), which
-    :func:`parse_fixture` (or another format's parser) reads and says what is wrong with."""
+    :func:`parse_fixture` (or another format's parser) reads and says what is wrong with.
+
+    *expected_as_text*: each case's ``expected`` is left as its JSON text (a
+    :data:`EXPECTED_TEXT`, not yet known to be an object), which :func:`expected_value`
+    reads; what the verifier asks for, which compares most cases' text with a text it has
+    read and checked already (building the ~100k objects was most of a file's reading)."""
     raw = _read(path)
     if _msgspec is not None:
-        fixture = _typed_fixture(raw, path)
+        fixture = _typed_fixture(raw, path, expected_as_text)
         if fixture is not None:
             return fixture
     return _document(raw, path)
+
+
+#: The type of a case's ``expected`` read as JSON text (``expected_as_text``): msgspec's
+#: Raw, or a class of which nothing is an instance when msgspec is absent.
+EXPECTED_TEXT: type = _msgspec.Raw if _msgspec is not None else type("NoExpectedText", (), {})
+
+
+def expected_value(case: Any, path: Path) -> dict[str, Any]:
+    """A case's expected JSON value, read now when it was left as text; a FixtureError,
+    the one :func:`parse_fixture` raises, when it is not a JSON object."""
+    expected = case.expected
+    if type(expected) is not EXPECTED_TEXT:
+        return expected  # type: ignore[no-any-return]
+    value = _msgspec.json.decode(expected)
+    if type(value) is not dict:
+        parse_fixture(load_document(path), path)  # names the file, the case and the field
+        raise FixtureError(f"{path}: case {case.id}: expected: expected dict, found {type(value).__name__}")
+    return value
 
 
 def _read(path: Path) -> bytes:
@@ -368,30 +391,40 @@ def _file(server: dict[str, Any], version: str, major: int, workload: str, captu
                        rejected=rejected, path=path)
 
 
-#: msgspec's decoder of the fixture format, made on first use: [decoder]
-_TYPED: list[Any] = []
+#: msgspec's decoders of the fixture format, made on first use: expected_as_text -> decoder
+_TYPED: dict[bool, Any] = {}
 
 
-def _typed_decoder() -> Any:
+def _typed_decoder(expected_as_text: bool = False) -> Any:
     """The fixture document as msgspec types: each field with the JSON type parse_fixture
-    wants (no conversion: what needs one is left to parse_fixture), cases as FixtureCase;
+    wants (no conversion: what needs one is left to parse_fixture), cases as FixtureCase
+    (*expected_as_text*: as FixtureCase's fields with ``expected`` as its JSON text);
     ``format`` first in every file written, so another format fails at its first key."""
-    if not _TYPED:
+    decoder = _TYPED.get(expected_as_text)
+    if decoder is None:
+        case: Any = FixtureCase
+        if expected_as_text:
+            hints = get_type_hints(FixtureCase)
+            case = _msgspec.defstruct("FixtureCaseText", [
+                (f.name, EXPECTED_TEXT if f.name == "expected" else hints[f.name],
+                 *(() if f.default is MISSING else (f.default,))) for f in fields(FixtureCase)],
+                # no cycles (strings, numbers, the text): nothing for the collector to walk
+                gc=False)
         group = _msgspec.defstruct("FixtureGroupDocument", [
-            ("name", str), ("options", dict), ("context", dict), ("cases", list[FixtureCase]),
+            ("name", str), ("options", dict), ("context", dict), ("cases", list[case]),
             ("slot", str, ""), ("equivalent", tuple[str, ...], ()), ("captured", int, None)])
         doc = _msgspec.defstruct("FixtureDocument", [
             ("format", Literal[FORMAT]), ("formatVersion", int), ("server", dict), ("workload", str),
             ("groups", list[group]), ("capturedOn", str, ""), ("notes", dict, None), ("rejected", dict, None)])
-        _TYPED.append(_msgspec.json.Decoder(doc))
-    return _TYPED[0]
+        decoder = _TYPED[expected_as_text] = _msgspec.json.Decoder(doc)
+    return decoder
 
 
-def _typed_fixture(raw: bytes, path: Path) -> FixtureFile | None:
+def _typed_fixture(raw: bytes, path: Path, expected_as_text: bool = False) -> FixtureFile | None:
     """The FixtureFile of *raw* when msgspec reads it and parse_fixture's checks hold; else
     None (another format, or something parse_fixture should name)."""
     try:
-        d = _typed_decoder().decode(raw)
+        d = _typed_decoder(expected_as_text).decode(raw)
     except _msgspec.DecodeError:  # malformed or mistyped (ValidationError is one)
         return None
     server = d.server

@@ -22,11 +22,13 @@ from ..jsonform import to_json
 from ..pgoutput._codec import FAMILY, decode_payload
 from ..pgoutput.decoder import PgOutputDecoder
 from .fixture import (
+    EXPECTED_TEXT,
     FixtureCase,
     FixtureError,
     FixtureFile,
     FixtureGroup,
     document_format,
+    expected_value,
     find_fixture_files,
     load_fixture_or_document,
     parse_fixture,
@@ -167,9 +169,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out: list[Mismatch], file: str) -> Any:
-    """Re-encode *msg* and compare the bytes, then its JSON form with the expected one; the
-    JSON form when the bytes matched (whatever the JSON comparison found), else None."""
+def _check_case(case: FixtureCase, expected: dict[str, Any], data: bytes, msg: Any, abort_tail: bool,
+                out: list[Mismatch], file: str) -> Any:
+    """Re-encode *msg* and compare the bytes, then its JSON form with the *expected* one (the
+    case's); the JSON form when the bytes matched (whatever the JSON comparison found), else None."""
     try:
         enc = FAMILY.encode(msg)
     except EncodeError as exc:
@@ -185,14 +188,14 @@ def _check_case(case: FixtureCase, data: bytes, msg: Any, abort_tail: bool, out:
         ))
         return None
     got = to_json(msg)
-    if got != case.expected:
-        _json_mismatch(case, data, msg, got, abort_tail, out, file)
+    if got != expected:
+        _json_mismatch(case, expected, data, msg, got, abort_tail, out, file)
     return got
 
 
-def _json_mismatch(case: FixtureCase, data: bytes, msg: Any, got: Any, abort_tail: bool, out: list[Mismatch],
-                   file: str) -> None:
-    diff = json_diff(got, case.expected)
+def _json_mismatch(case: FixtureCase, expected: dict[str, Any], data: bytes, msg: Any, got: Any, abort_tail: bool,
+                   out: list[Mismatch], file: str) -> None:
+    diff = json_diff(got, expected)
     path = diff[0] if diff else ""
     name = type(msg).__name__
     at = _offset_of(data, path, case.in_stream, abort_tail) if path else None
@@ -203,14 +206,17 @@ def _json_mismatch(case: FixtureCase, data: bytes, msg: Any, got: Any, abort_tai
 
 class Checked:
     """The payloads one verification run has decoded, re-encoded byte-identical and turned
-    into their JSON form, by (abort_tail, in_stream) and hex text: ``(bytes, JSON form)``.
+    into their JSON form, by (abort_tail, in_stream) and hex text: ``(bytes, JSON form,
+    expected text)``, the last a case's expected JSON text (cases read with
+    ``expected_as_text``) found equal to that form, or None.
 
     Decoding, re-encoding and the JSON form are functions of the bytes and that context
     alone, and a corpus holds each payload many times (every option set of a capture sees
     the same transactions: 103k cases, 6k distinct payloads), so each distinct payload is
     decoded, re-encoded and converted once per run; every case is still compared with it
     (its expected JSON against the payload's JSON form, by value) and replayed in its
-    group's stream. :func:`verify_fixture` keeps one per file (what it holds is as large as
+    group's stream; a case whose expected text is that text, byte for byte, has that value
+    (no object built for it). :func:`verify_fixture` keeps one per file (what it holds is as large as
     the file's distinct payloads); nothing outlives the run: a new verification checks
     everything again.
     """
@@ -218,9 +224,9 @@ class Checked:
     __slots__ = ("_by_context",)
 
     def __init__(self) -> None:
-        self._by_context: dict[tuple[bool, bool], dict[str, tuple[bytes, Any]]] = {}
+        self._by_context: dict[tuple[bool, bool], dict[str, tuple[bytes, Any, Any]]] = {}
 
-    def payloads(self, abort_tail: bool) -> tuple[dict[str, tuple[bytes, Any]], dict[str, tuple[bytes, Any]]]:
+    def payloads(self, abort_tail: bool) -> tuple[dict[str, tuple[bytes, Any, Any]], dict[str, tuple[bytes, Any, Any]]]:
         """(outside a streamed block, inside one): the payloads checked under *abort_tail*."""
         by = self._by_context
         return (by.setdefault((abort_tail, False), {}), by.setdefault((abort_tail, True), {}))
@@ -259,15 +265,24 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool, checked: Check
             messages=bool(ctx.get("messages", False)), strict=False,
         )
     except (OptionError, TypeError) as exc:
+        for case in group.cases:  # what reading the file would have refused, refused here
+            expected_value(case, Path(file))
         return [Mismatch(f"{group.name}", "format", f"group context {ctx!r} is not a decoder context: {exc}", file=file)]
     abort_tail = decoder.streaming == "parallel"
     decoders = FAMILY.decoders
     warnings = decoder.warnings
     seen_warnings = 0
     payloads = checked.payloads(abort_tail)
+    path = Path(file)
     for case in group.cases:
         # decoded, re-encoded byte-identical and in JSON form before, in this run?
         known = payloads[case.in_stream].get(case.hex)
+        expected = case.expected
+        if type(expected) is EXPECTED_TEXT:
+            if known is not None and expected == known[2]:
+                expected = known[1]  # the text of a case found equal to this payload's JSON form
+            else:
+                expected = expected_value(case, path)
         if known is not None:
             data = known[0]
         else:
@@ -301,8 +316,9 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool, checked: Check
                         out.append(Mismatch(case.id, "sequence", str(w), w.offset, w.field, file))
                 seen_warnings = len(warnings)
         if known is not None:
-            if known[1] != case.expected:  # by value, as _check_case compares
-                _check_case(case, data, decoders[data[0]](data, case.in_stream, abort_tail) if msg is None else msg,
+            if expected is not known[1] and known[1] != expected:  # by value, as _check_case compares
+                _check_case(case, expected, data,
+                            decoders[data[0]](data, case.in_stream, abort_tail) if msg is None else msg,
                             abort_tail, out, file)
             continue
         if msg is None:
@@ -315,9 +331,10 @@ def _verify_group(group: FixtureGroup, file: str, sequence: bool, checked: Check
                     out.append(Mismatch(case.id, "decode", f"{err.rule}: expected {err.expected}, found {err.found}",
                                         err.offset, err.field, file))
                     continue
-        got = _check_case(case, data, msg, abort_tail, out, file)
+        got = _check_case(case, expected, data, msg, abort_tail, out, file)
         if got is not None:
-            payloads[case.in_stream][case.hex] = (data, got)
+            text = case.expected
+            payloads[case.in_stream][case.hex] = (data, got, text if text is not expected and got == expected else None)
     if sequence:
         decoder.finish()
         for w in warnings[seen_warnings:]:
@@ -354,7 +371,7 @@ def verify_paths(paths: Iterable[str | Path], *, sequence: bool = True) -> Verif
 
 def _verify_files(files: list[Path], report: VerifyReport, sequence: bool) -> None:
     for path in files:
-        doc = load_fixture_or_document(path)
+        doc = load_fixture_or_document(path, expected_as_text=True)
         if isinstance(doc, FixtureFile):
             n, mismatches = verify_fixture(doc, sequence=sequence)
             report.groups += len(doc.groups)

@@ -258,3 +258,43 @@ def test_fixture_files_read_typed_as_parse_fixture_reads_them(tmp_path: Path) ->
     fx = read_fixture(path)
     assert fx == parse_fixture(load_document(path), path)
     assert fx.groups[0].slot == "7" and fx.groups[0].cases[0].flags == ()
+
+
+def test_expected_text_is_compared_by_value_and_must_be_an_object(tmp_path: Path) -> None:
+    # The verifier reads each case's expected JSON as text and compares it with a text
+    # already found equal to the payload's JSON form; a text that differs (keys in another
+    # order, other spacing) is still compared by value, and one that is not a JSON object
+    # is the error reading the file would give, even in a case whose hex is not hex.
+    def _small() -> dict:  # a few option sets: enough for payloads seen several times
+        doc = _doc()
+        doc["groups"] = [g for g in doc["groups"] if g["context"].get("streaming") != "parallel"][:4]
+        return doc
+
+    doc = _small()
+    cases = _repeated_payload(doc)
+    assert len(cases) > 2
+    cases[-1]["expected"] = dict(reversed(list(cases[-1]["expected"].items())))
+    path = _write(tmp_path, doc)
+    path.write_text(path.read_text().replace('"new_tuple": [', '"new_tuple" :[\n', 1))
+    assert verify_paths([path]).ok
+    from pgwire_spec.capture.fixture import load_document, parse_fixture
+
+    for which in (0, -1):
+        doc = _small()
+        cases = _repeated_payload(doc)
+        cases[which]["expected"] = [cases[which]["expected"]]
+        cases[which]["hex"] = "zz"
+        path = _write(tmp_path, doc)
+        with pytest.raises(FixtureError) as parsing:
+            parse_fixture(load_document(path), path)
+        assert ".expected: expected dict, found list" in str(parsing.value)
+        with pytest.raises(FixtureError) as verifying:
+            verify_paths([path])
+        assert str(verifying.value) == str(parsing.value)
+    # in a group whose context no decoder takes (its cases are not decoded) too
+    doc = _small()
+    doc["groups"][0]["context"]["protocol_version"] = 99
+    assert [m.check for m in verify_paths([_write(tmp_path, doc)]).mismatches] == ["format"]
+    doc["groups"][0]["cases"][-1]["expected"] = 7
+    with pytest.raises(FixtureError, match=r"cases\[\d+\]\.expected: expected dict, found int"):
+        verify_paths([_write(tmp_path, doc)])
