@@ -255,14 +255,17 @@ def _value_in(kind: Any, value: Any) -> Any:
     raise TypeError(kind)
 
 
-def to_json(message: Any) -> dict[str, Any]:
-    """The JSON form (a dict ready for ``json.dumps``) of a message object."""
+def to_json(message: Any, *, omit: str | None = None) -> dict[str, Any]:
+    """The JSON form (a dict ready for ``json.dumps``) of a message object; *omit*: a field
+    left out, not converted (a CopyData's or XLogData's bytes, given decoded or stored apart)."""
     cls = type(message)
     try:
         head, spec = _OUT[cls]
     except KeyError:
         head, spec = _out_spec(cls)
     out = head.copy()
+    if omit is not None:
+        spec = [field for field in spec if field[0] != omit]
     for name, conv in spec:
         value = getattr(message, name)
         out[name] = value if conv is None or value is None else conv(value)

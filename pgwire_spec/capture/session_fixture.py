@@ -107,17 +107,11 @@ class SessionFile:
 
 
 def _wire_json(msg: WireMessage) -> dict[str, Any]:
-    j = to_json(msg)
-    if isinstance(msg, CopyData):
-        j.pop("data", None)  # given decoded in "copy"
-    return j
+    return to_json(msg, omit="data" if isinstance(msg, CopyData) else None)  # given decoded in "copy"
 
 
 def _copy_json(rep: Any) -> dict[str, Any]:
-    j = to_json(rep)
-    if isinstance(rep, XLogData):
-        j.pop("data", None)  # given decoded in "pgoutput"
-    return j
+    return to_json(rep, omit="data" if isinstance(rep, XLogData) else None)  # given decoded in "pgoutput"
 
 
 def _wire_flags(direction: str, msg: WireMessage, rep: Any, prev: WireMessage | None,

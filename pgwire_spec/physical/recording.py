@@ -135,17 +135,11 @@ class Conversation:
 
 
 def _wire_json(msg: WireMessage) -> dict[str, Any]:
-    j = to_json(msg)
-    if isinstance(msg, CopyData):
-        j.pop("data", None)
-    return j
+    return to_json(msg, omit="data" if isinstance(msg, CopyData) else None)  # given decoded in "copy"
 
 
 def _copy_json(payload: Any) -> dict[str, Any]:
-    j = to_json(payload)
-    if isinstance(payload, XLogData):
-        j.pop("data", None)
-    return j
+    return to_json(payload, omit="data" if isinstance(payload, XLogData) else None)  # in the recording's WAL
 
 
 def _stream_timeline(sql: str, current: int | None) -> int | None:

@@ -12,14 +12,35 @@ nothing behind.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ._base import CAPTURE_SETTINGS, Provider, ProviderError, Server, free_port
-from .docker import DockerProvider
-from .dsn import DsnProvider
-from .npm import NPM_VERSIONS, NpmProvider
-from .system import SystemProvider
-from .wheel import WheelProvider
+if TYPE_CHECKING:  # the names of the lazy table below, for type checkers and readers
+    from ._base import CAPTURE_SETTINGS, Provider, ProviderError, Server, free_port
+    from .docker import DockerProvider
+    from .dsn import DsnProvider
+    from .npm import NPM_VERSIONS, NpmProvider
+    from .system import SystemProvider
+    from .wheel import WheelProvider
+
+#: Name -> the module of this package that defines it, imported on first use: the
+#: providers bring subprocess, sockets and tar along, which a command that only names
+#: them (``verify-fixtures``' options) or reads fixtures never needs.
+_LAZY: dict[str, str] = {
+    "CAPTURE_SETTINGS": "_base", "Provider": "_base", "ProviderError": "_base", "Server": "_base",
+    "free_port": "_base", "DockerProvider": "docker", "DsnProvider": "dsn", "NPM_VERSIONS": "npm",
+    "NpmProvider": "npm", "SystemProvider": "system", "WheelProvider": "wheel",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Server",
@@ -51,6 +72,13 @@ def provider(
     settings: dict[str, str] | None = None,
 ) -> Provider:
     """The provider *name* for *major* (not started)."""
+    from ._base import ProviderError
+    from .docker import DockerProvider
+    from .dsn import DsnProvider
+    from .npm import NpmProvider
+    from .system import SystemProvider
+    from .wheel import WheelProvider
+
     if major is not None and major not in MAJORS:
         raise ProviderError(f"expected a PostgreSQL major from 10 to 18, found {major!r}")
     if name == "system":
@@ -72,6 +100,8 @@ def provider(
 
 def parse_majors(text: str) -> list[int]:
     """``"10-18"``, ``"15"``, ``"10,12,16-18"`` -> majors, each checked to be 10-18."""
+    from ._base import ProviderError
+
     out: list[int] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         lo, sep, hi = part.partition("-")
