@@ -170,6 +170,10 @@ def test_fixture_documents_read_as_the_standard_library_reads_them(tmp_path: Pat
     assert load_document(path)["groups"][0]["cases"] == doc["groups"][0]["cases"]
     path.write_bytes(b"\xef\xbb\xbf{}")
     assert load_document(path) == {}
+    # an integer beyond 64 bits, a number beyond a double, a key given twice: their values
+    text = b'{"big": 1180591620717411303424, "huge": 1e400, "twice": 1, "twice": [2]}'
+    path.write_bytes(text)
+    assert load_document(path) == json.loads(text) and type(load_document(path)["big"]) is int
     path.write_bytes(b'{"format": NaN, "x": [1,}')
     with pytest.raises(FixtureError, match="expected a fixture file .* found invalid data: Expecting value"):
         load_document(path)
