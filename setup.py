@@ -1,5 +1,5 @@
-"""The optional C accelerator of the pgoutput codec and the shipped data; all other metadata
-is in pyproject.toml.
+"""The optional C accelerator of the pgoutput codec and of the fake walsender's streams, and
+the shipped data; all other metadata is in pyproject.toml.
 
 pgwire_spec/_speedups.c is generated from the construct grammar by pgwire_spec/_cgen.py
 (`python -m pgwire_spec.pgoutput._cbuild`; committed, so building needs no code generation). ``optional=True``: without a compiler

@@ -3,7 +3,11 @@
 :mod:`pgwire_spec._codegen` turns each layout of :mod:`pgwire_spec.pgoutput.grammar` into
 Python; this module reads the same layouts through the same intermediate form
 (:mod:`pgwire_spec._ir`) and writes ``pgwire_spec/_speedups.c``: one C decoder per message. The grammar stays the single
-source of every layout. The C file is committed, so that installing on a machine with a
+source of every layout. Two writers for the fake walsender's cold streams come with it:
+``encode_text_rows``, TupleData of text rows (from the layout the TupleData reader is
+generated from; a Python encoder of one row stays the reference and encodes what it does
+not), and ``xlog_frames``/``xlog_span``, a plan's logical XLogData frames in one pass
+(what ``pgwire_spec.replication.frames`` packs one at a time; tested equal to it). The C file is committed, so that installing on a machine with a
 compiler builds it without running anything first, and ``tests/pgoutput/test_speedups.py``
 checks it is what the grammar generates today. After a grammar change::
 
@@ -462,8 +466,249 @@ class _CGen:
         out(1, "return NULL;")
         out(0, "}")
         self.helpers.append(out.text())
+        # The same layout written: a row's text values (the fake walsender's plain Inserts).
+        self.helpers.append(_TEXT_ROWS.replace("@NULL@", str(ord("n"))).replace("@TEXT@", str(ord("t"))))
         self.tuple_data = "read_tuple_data"
         return self.tuple_data
+
+
+#: The writer of TupleData's text columns (the layout ``tuple_data_func`` checked: Byte1 'n'
+#: for NULL; Byte1 't', Int32 length, the text), for rows given as dicts: what the Python
+#: encoder of a row (``loop``, the reference) writes, without a Python step per value.
+#: @NULL@ and @TEXT@ are the kind letters' codes.
+_TEXT_ROWS = r"""/* One column's text, as encode_text_rows found it: NULL (p == NULL) or n bytes at p, kept
+   alive by owned. */
+struct textcol {
+    const char *p;
+    Py_ssize_t n;
+    PyObject *owned;
+    char digits[24];
+};
+
+/* The decimal text of x into buf (at least 21 bytes); its length. */
+static Py_ssize_t
+write_decimal(long long x, char *buf)
+{
+    char tmp[24];
+    int k = 0, neg = x < 0;
+    unsigned long long u = neg ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    Py_ssize_t len = 0;
+    do { tmp[k++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+    if (neg) buf[len++] = '-';
+    while (k) buf[len++] = tmp[--k];
+    return len;
+}
+
+/* A value's text (a new str, or NULL with an error), as the reference encoder makes it:
+   str(value) when its type is the column's str_type, else text(value). */
+static PyObject *
+value_text(PyObject *v, PyObject *str_type, PyObject *text)
+{
+    if ((PyObject *)Py_TYPE(v) == str_type) {
+        if (PyUnicode_CheckExact(v)) { Py_INCREF(v); return v; }
+        return PyObject_Str(v);
+    }
+    return PyObject_CallOneArg(text, v);
+}
+
+/* One row: head, then per column 'n' or 't' + Int32 length + the text as UTF-8 with
+   surrogateescape. A row that is no dict, or whose text is not a plain str, is encoded
+   by loop(row). */
+static PyObject *
+text_row(PyObject *head, PyObject *names, PyObject *types, PyObject *texts, PyObject *loop,
+         PyObject *row, struct textcol *cols, Py_ssize_t ncols)
+{
+    Py_ssize_t total = PyBytes_GET_SIZE(head), i;
+    PyObject *res = NULL;
+    char *w;
+    if (!PyDict_CheckExact(row)) return PyObject_CallOneArg(loop, row);
+    for (i = 0; i < ncols; i++) cols[i].owned = NULL;
+    for (i = 0; i < ncols; i++) {
+        struct textcol *c = &cols[i];
+        PyObject *st = PyTuple_GET_ITEM(types, i), *t;
+        PyObject *v = PyDict_GetItemWithError(row, PyTuple_GET_ITEM(names, i));  /* borrowed */
+        c->p = NULL;
+        if (v == NULL && PyErr_Occurred()) goto done;
+        if (v == NULL || v == Py_None) { total += 1; continue; }
+        if (st == (PyObject *)&PyLong_Type && PyLong_CheckExact(v)) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (x == -1 && PyErr_Occurred()) goto done;
+            if (!overflow) {
+                c->n = write_decimal(x, c->digits);
+                c->p = c->digits;
+                total += 5 + c->n;
+                continue;
+            }
+        }
+        Py_INCREF(v);  /* text() may change the row */
+        t = value_text(v, st, PyTuple_GET_ITEM(texts, i));
+        Py_DECREF(v);
+        if (t == NULL) goto done;
+        if (t == Py_None) { Py_DECREF(t); total += 1; continue; }
+        if (!PyUnicode_CheckExact(t)) { Py_DECREF(t); res = PyObject_CallOneArg(loop, row); goto done; }
+        if (PyUnicode_IS_ASCII(t)) {
+            c->owned = t;
+            c->p = (const char *)PyUnicode_DATA(t);
+            c->n = PyUnicode_GET_LENGTH(t);
+        } else {
+            c->owned = PyUnicode_AsEncodedString(t, "utf-8", "surrogateescape");
+            Py_DECREF(t);
+            if (c->owned == NULL) goto done;
+            c->p = PyBytes_AS_STRING(c->owned);
+            c->n = PyBytes_GET_SIZE(c->owned);
+        }
+        if (c->n > 0x7fffffff) { res = PyObject_CallOneArg(loop, row); goto done; }
+        total += 5 + c->n;
+    }
+    res = PyBytes_FromStringAndSize(NULL, total);
+    if (res == NULL) goto done;
+    w = PyBytes_AS_STRING(res);
+    memcpy(w, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head));
+    w += PyBytes_GET_SIZE(head);
+    for (i = 0; i < ncols; i++) {
+        struct textcol *c = &cols[i];
+        uint32_t n;
+        if (c->p == NULL) { *w++ = (char)@NULL@; continue; }
+        n = (uint32_t)c->n;
+        w[0] = (char)@TEXT@;
+        w[1] = (char)(n >> 24); w[2] = (char)(n >> 16); w[3] = (char)(n >> 8); w[4] = (char)n;
+        memcpy(w + 5, c->p, (size_t)c->n);
+        w += 5 + c->n;
+    }
+done:
+    for (i = 0; i < ncols; i++) Py_CLEAR(cols[i].owned);
+    return res;
+}
+
+/* encode_text_rows(head, names, str_types, texts, loop, rows) -> [bytes per row] */
+static PyObject *
+encode_text_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *out, *rows;
+    struct textcol *cols;
+    Py_ssize_t ncols, r;
+    if (nargs != 6 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])
+        || !PyTuple_CheckExact(args[2]) || !PyTuple_CheckExact(args[3]) || !PyList_CheckExact(args[5])
+        || PyTuple_GET_SIZE(args[2]) != PyTuple_GET_SIZE(args[1])
+        || PyTuple_GET_SIZE(args[3]) != PyTuple_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "expected (head: bytes, names: tuple, str_types: tuple, "
+                        "texts: tuple, loop, rows: list), the tuples of one length");
+        return NULL;
+    }
+    ncols = PyTuple_GET_SIZE(args[1]);
+    rows = args[5];
+    cols = PyMem_New(struct textcol, ncols ? ncols : 1);
+    if (cols == NULL) return PyErr_NoMemory();
+    out = PyList_New(0);
+    if (out == NULL) { PyMem_Free(cols); return NULL; }
+    for (r = 0; r < PyList_GET_SIZE(rows); r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r), *payload;
+        Py_INCREF(row);
+        payload = text_row(args[0], args[1], args[2], args[3], args[4], row, cols, ncols);
+        Py_DECREF(row);
+        if (payload == NULL || PyList_Append(out, payload) < 0) {
+            Py_XDECREF(payload);
+            Py_DECREF(out);
+            PyMem_Free(cols);
+            return NULL;
+        }
+        Py_DECREF(payload);
+    }
+    PyMem_Free(cols);
+    return out;
+}"""
+
+
+#: Logical XLogData frames of a fake walsender's plan, in one pass: what
+#: ``pgwire_spec.replication.frames.xlog_data`` packs one at a time (the docs' "Streaming
+#: Replication Protocol": CopyData 'd' + Int32 length; XLogData 'w', Int64 dataStart, Int64
+#: walEnd, Int64 sendTime, the data; dataStart = walEnd for a logical stream's messages).
+_XLOG_FRAMES = r"""/* The arguments (lsns, payloads, start, stop, ...) of a plan's items [start, stop), checked;
+   -1 with an error if not. */
+static int
+xlog_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *start, Py_ssize_t *stop)
+{
+    if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "expected (lsns: list, payloads: list, start, stop, stamp or size)");
+        return -1;
+    }
+    *start = PyLong_AsSsize_t(args[2]);
+    if (*start == -1 && PyErr_Occurred()) return -1;
+    *stop = PyLong_AsSsize_t(args[3]);
+    if (*stop == -1 && PyErr_Occurred()) return -1;
+    if (*start < 0 || *start > *stop || *stop > PyList_GET_SIZE(args[0]) || *stop > PyList_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_IndexError, "expected 0 <= start <= stop <= the plan's length");
+        return -1;
+    }
+    return 0;
+}
+
+/* xlog_frames(lsns, payloads, start, stop, stamp) -> the frames of items [start, stop)
+   joined, each with sendTime = stamp (8 bytes). */
+static PyObject *
+xlog_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start, stop, i, total = 0;
+    PyObject *res;
+    char *w;
+    if (xlog_args(args, nargs, &start, &stop) < 0) return NULL;
+    if (!PyBytes_CheckExact(args[4]) || PyBytes_GET_SIZE(args[4]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "expected an 8-byte sendTime");
+        return NULL;
+    }
+    for (i = start; i < stop; i++) {
+        PyObject *p = PyList_GET_ITEM(args[1], i), *l = PyList_GET_ITEM(args[0], i);
+        if (!PyBytes_CheckExact(p) || !PyLong_CheckExact(l)) {
+            PyErr_Format(PyExc_TypeError, "item %zd: expected an int LSN and a bytes payload", i);
+            return NULL;
+        }
+        if (PyBytes_GET_SIZE(p) > 0x7fffffff - 29) {
+            PyErr_Format(PyExc_OverflowError, "item %zd: a payload too long for one CopyData", i);
+            return NULL;
+        }
+        total += 30 + PyBytes_GET_SIZE(p);
+    }
+    res = PyBytes_FromStringAndSize(NULL, total);
+    if (res == NULL) return NULL;
+    w = PyBytes_AS_STRING(res);
+    for (i = start; i < stop; i++) {
+        PyObject *p = PyList_GET_ITEM(args[1], i);
+        Py_ssize_t n = PyBytes_GET_SIZE(p);
+        uint64_t lsn = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(args[0], i));
+        uint32_t len = (uint32_t)(29 + n);
+        int k;
+        if (lsn == (uint64_t)-1 && PyErr_Occurred()) { Py_DECREF(res); return NULL; }
+        w[0] = 'd';
+        w[1] = (char)(len >> 24); w[2] = (char)(len >> 16); w[3] = (char)(len >> 8); w[4] = (char)len;
+        w[5] = 'w';
+        for (k = 0; k < 8; k++) w[6 + k] = w[14 + k] = (char)(lsn >> (56 - 8 * k));
+        memcpy(w + 22, PyBytes_AS_STRING(args[4]), 8);
+        memcpy(w + 30, PyBytes_AS_STRING(p), (size_t)n);
+        w += 30 + n;
+    }
+    return res;
+}
+
+/* xlog_span(lsns, payloads, start, stop, size) -> the first j in (start, stop] whose frames
+   [start, j) take at least size bytes, else stop (start when start == stop). */
+static PyObject *
+xlog_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start, stop, i, size, total = 0;
+    if (xlog_args(args, nargs, &start, &stop) < 0) return NULL;
+    size = PyLong_AsSsize_t(args[4]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    for (i = start; i < stop && (i == start || total < size); i++) {
+        PyObject *p = PyList_GET_ITEM(args[1], i);
+        if (!PyBytes_CheckExact(p)) {
+            PyErr_Format(PyExc_TypeError, "item %zd: expected a bytes payload", i);
+            return NULL;
+        }
+        total += 30 + PyBytes_GET_SIZE(p);
+    }
+    return PyLong_FromSsize_t(i);
+}"""
 
 
 # =========================================================================================
@@ -680,6 +925,13 @@ def generate_c(layouts: dict[str, Struct], nested: dict[int, str], origin: str) 
     out(0, "")
     out(0, "static PyMethodDef methods[] = {")
     out(1, '{"setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL, "bind the message classes"},')
+    out(1, '{"xlog_frames", (PyCFunction)(void (*)(void))xlog_frames, METH_FASTCALL,')
+    out(1, ' "xlog_frames(lsns, payloads, start, stop, stamp): logical XLogData frames joined"},')
+    out(1, '{"xlog_span", (PyCFunction)(void (*)(void))xlog_span, METH_FASTCALL,')
+    out(1, ' "xlog_span(lsns, payloads, start, stop, size): where frames from start reach size bytes"},')
+    if gen.tuple_data is not None:
+        out(1, '{"encode_text_rows", (PyCFunction)(void (*)(void))encode_text_rows, METH_FASTCALL,')
+        out(1, ' "encode_text_rows(head, names, str_types, texts, loop, rows): TupleData of text rows"},')
     for name in layouts:
         out(1, f'{{"decode_{name}", (PyCFunction)(void (*)(void))py_decode_{name}, METH_FASTCALL,')
         out(1, f' "decode_{name}(data, in_stream, abort_tail, binary_ok=True)"}},')
@@ -707,7 +959,7 @@ def generate_c(layouts: dict[str, Struct], nested: dict[int, str], origin: str) 
     out(0, "}")
     tail = out.text()
 
-    body = "\n\n".join([_PRELUDE.rstrip("\n"), classes, *gen.helpers, *functions, tail]) + "\n"
+    body = "\n\n".join([_PRELUDE.rstrip("\n"), classes, *gen.helpers, _XLOG_FRAMES, *functions, tail]) + "\n"
     digest = hashlib.sha256(body.encode()).hexdigest()
     header = (
         f"/* GENERATED by pgwire_spec/_cgen.py from {origin}: do not edit.\n"

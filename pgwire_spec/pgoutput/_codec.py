@@ -15,6 +15,7 @@ import importlib
 import os
 import struct
 import warnings
+from types import ModuleType
 from typing import Any
 
 from .. import _cgen
@@ -51,6 +52,9 @@ def load_c_decoders() -> dict[int, Any]:
 
 #: "c" (generated C decoders) or "python" (generated Python decoders).
 BACKEND = "python"
+#: With the C backend, the extension, whose writers the fake walsender uses too (a run of
+#: text rows' TupleData, XLogData frames: see :mod:`pgwire_spec._cgen`), else None.
+SPEEDUPS: ModuleType | None = None
 _DECODERS = PY_DECODERS
 #: The decoders that decode TupleData values at once (the C ones always do; the Python
 #: ones otherwise on first access: TupleValues)
@@ -59,6 +63,7 @@ if os.environ.get("PGWIRE_SPEC_PURE_PYTHON", "") in ("", "0"):
     try:
         _DECODERS = _EAGER_DECODERS = load_c_decoders()
         BACKEND = "c"
+        SPEEDUPS = importlib.import_module("pgwire_spec._speedups")
     except ModuleNotFoundError:
         pass  # not built (no compiler at install time): the Python codec
     except (ImportError, TypeError) as exc:

@@ -541,3 +541,52 @@ def test_decode_payload_with_either_backend(monkeypatch: pytest.MonkeyPatch) -> 
             with pytest.raises(DecodeError) as info:
                 _codec.decode_payload(v.data[:-1], s, a, b)
             assert info.value.rule in {"truncated", "string-unterminated", "length-out-of-range"}
+
+
+# -- the writers the fake walsender uses ------------------------------------------------------
+
+LSNS = st.integers(0, 2**64 - 1)
+
+
+@needs_c
+@HYP
+@given(items=st.lists(st.tuples(LSNS, st.binary(max_size=40)), max_size=12), ts=st.integers(-(2**63), 2**63 - 1),
+       data=st.data())
+def test_xlog_frames_and_span_equal_the_frame_encoder(items: list[tuple[int, bytes]], ts: int,
+                                                      data: st.DataObject) -> None:
+    """xlog_frames is frames.xlog_data joined (dataStart = walEnd), for any range of a plan's
+    lists; xlog_span is where those frames reach a size."""
+    from pgwire_spec.replication import frames
+
+    lsns, payloads = [i[0] for i in items], [i[1] for i in items]
+    start = data.draw(st.integers(0, len(items)))
+    stop = data.draw(st.integers(start, len(items)))
+    want = [frames.xlog_data(lsn, lsn, ts, p) for lsn, p in items[start:stop]]
+    assert speedups().xlog_frames(lsns, payloads, start, stop, frames.send_time(ts)) == b"".join(want)
+    size = data.draw(st.integers(0, 400))
+    ends = [start + k + 1 for k in range(len(want)) if sum(map(len, want[:k + 1])) >= size]
+    want_j = max(ends[0] if ends else stop, min(start + 1, stop))  # one frame at least
+    assert speedups().xlog_span(lsns, payloads, start, stop, size) == want_j
+
+
+@needs_c
+def test_xlog_writers_refuse_what_is_no_plan() -> None:
+    mod, stamp = speedups(), b"\x00" * 8
+    for args, error in [
+        (([1], [b"x"], 0, 2, stamp), IndexError),  # past the lists
+        (([1], [b"x"], 1, 0, stamp), IndexError),
+        (([1], [b"x"], -1, 1, stamp), IndexError),
+        (([1], [None], 0, 1, stamp), TypeError),  # a Notice's place
+        (([-1], [b"x"], 0, 1, stamp), OverflowError),  # no LSN
+        (([1], [b"x"], 0, 1, b"\x00"), TypeError),  # no sendTime
+        (((1,), [b"x"], 0, 1, stamp), TypeError),
+        (([1], [b"x"], 0, 1), TypeError),
+    ]:
+        with pytest.raises(error):
+            mod.xlog_frames(*args)
+    with pytest.raises(TypeError):
+        mod.xlog_span([1], [None], 0, 1, 10)
+    with pytest.raises(TypeError):
+        mod.encode_text_rows(b"I", ("a",), (int,), (), str, [{}])  # tuples of different lengths
+    with pytest.raises(TypeError):
+        mod.encode_text_rows(b"I", ("a",), (int,), (str,), str, ({},))  # rows: a list
