@@ -31,7 +31,7 @@ from .scenario import (
     Transaction,
 )
 
-__all__ = ["History", "ChangeEvent", "SubAbort", "TxnEvent", "PreparedEnd", "MessageEvent", "compile_history"]
+__all__ = ["History", "ChangeEvent", "InsertRuns", "SubAbort", "TxnEvent", "PreparedEnd", "MessageEvent", "compile_history"]
 
 #: Approximate WAL record sizes (bytes): enough to give LSNs a realistic spacing.
 _COMMIT_RECORD = 0x30
@@ -81,6 +81,31 @@ class SubAbort:
     xids: frozenset[int] = frozenset()
 
 
+@dataclass(slots=True, frozen=True)
+class InsertRuns:
+    """A transaction's changes as a renderer reads runs of inserts into one table (the
+    bulk of most streams) without a Python step per row: each change's LSN and new row,
+    and where the run of inserts into one table that holds it ends (the next index for any
+    other change)."""
+
+    lsns: list[int]
+    news: list[Row | None]
+    ends: list[int]
+
+    @staticmethod
+    def of(changes: list[ChangeEvent]) -> InsertRuns:
+        ends = [0] * len(changes)
+        end, table = 0, None  # the run after change i: its end and table (None: no run)
+        for i in range(len(changes) - 1, -1, -1):
+            ev = changes[i]
+            if ev.kind != "insert":
+                end, table = i + 1, None
+            elif ev.table is not table:
+                end, table = i + 1, ev.table
+            ends[i] = end
+        return InsertRuns([ev.lsn for ev in changes], [ev.new for ev in changes], ends)
+
+
 @dataclass(slots=True)
 class TxnEvent:
     xid: int
@@ -96,6 +121,8 @@ class TxnEvent:
     stream: bool | None = None
     #: Whether a subtransaction of it was rolled back (a SubAbort among the items).
     rollbacks: bool = False
+    #: The items' insert runs, made once with the history when nothing was rolled back.
+    inserts: InsertRuns | None = None
 
 
 @dataclass(slots=True)
@@ -342,6 +369,9 @@ class _Compiler:
             event.first_lsn = min(first, first_change)
         else:
             event.first_lsn = event.commit_lsn
+        if not event.rollbacks:
+            changes: list[ChangeEvent] = event.items  # type: ignore[assignment]  # no SubAbort
+            event.inserts = InsertRuns.of(changes)
         if txn.outcome == "abort":
             self.tables.undo(undo)
         elif txn.outcome == "prepare":

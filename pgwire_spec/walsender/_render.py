@@ -39,15 +39,16 @@ import gc
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate, repeat
 from operator import add as _add
 from typing import Any, overload
 
 from ..pgoutput import messages as m
-from ..pgoutput._codec import encode
+from ..pgoutput._codec import SPEEDUPS, encode
 from ..pgoutput.decoder import decode_message
 from ..replication import frames
-from ._history import ChangeEvent, History, MessageEvent, PreparedEnd, SubAbort, TxnEvent
+from ._history import ChangeEvent, History, InsertRuns, MessageEvent, PreparedEnd, SubAbort, TxnEvent
 from ._relsync import RelSync, rel_sync
 from .personas import Persona, ServerError, StreamOptions
 from .scenario import Column, Table
@@ -118,7 +119,7 @@ class Plan:
         self.notices: list[int] = []
         #: The WAL position the stream has reached when every item is sent.
         self.end_lsn = end_lsn
-        self._frames: Frames | None = None
+        self._frames: Frames | NativeFrames | None = None
         #: What renders the rest (one step per history event), None once done.
         self._source: Iterator[None] | None = None
 
@@ -178,11 +179,12 @@ class Plan:
             self.grow(len(self.payloads) + (1 << 16))
         return self
 
-    def frames(self) -> Frames:
-        """The items rendered so far framed once (CopyData + XLogData header + payload,
-        sendTime left 0), shared by every connection that streams this plan."""
+    def frames(self) -> Frames | NativeFrames:
+        """The items rendered so far as frames (CopyData + XLogData header + payload), shared
+        by every connection that streams this plan: cut from the plan's lists at each send
+        by the C extension, else framed once in Python."""
         if self._frames is None:
-            self._frames = Frames()
+            self._frames = NativeFrames(self) if SPEEDUPS is not None else Frames()
         self._frames.extend(self)
         return self._frames
 
@@ -215,7 +217,53 @@ class Items(Sequence[Write | Notice]):
             yield item(i)
 
 
-class Frames:
+class _Notices:
+    """Where a plan's framed items stop for a Notice (which is no frame)."""
+
+    __slots__ = ()
+    notices: list[int]
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def next_notice(self, i: int) -> int:
+        """The first Notice at or after item *i* among those framed (else their count)."""
+        k = bisect.bisect_left(self.notices, i)
+        return min(self.notices[k], len(self)) if k < len(self.notices) else len(self)
+
+
+class NativeFrames(_Notices):
+    """A plan's items framed by the C extension straight from the plan's lists, at each send
+    (a pass over the payloads, no object per frame): :meth:`run` is the frames of a range
+    of items, :meth:`span` how far a range reaches a size. Items are indexed as in the plan;
+    a run stops before a Notice (:meth:`next_notice`)."""
+
+    __slots__ = ("_lsns", "_payloads", "notices", "_count")
+
+    def __init__(self, plan: Plan) -> None:
+        self._lsns = plan.lsns
+        self._payloads = plan.payloads
+        self.notices = plan.notices
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def extend(self, plan: Plan) -> None:
+        self._count = len(plan.payloads)
+
+    def run(self, start: int, stop: int, stamp: bytes) -> bytes:
+        """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*."""
+        frames_: bytes = SPEEDUPS.xlog_frames(self._lsns, self._payloads, start, stop, stamp)
+        return frames_
+
+    def span(self, start: int, stop: int, size: int) -> int:
+        """The first j in (start, stop] whose frames [start, j) take *size* bytes, else stop."""
+        j: int = SPEEDUPS.xlog_span(self._lsns, self._payloads, start, stop, size)
+        return j
+
+
+class Frames(_Notices):
     """Every Write of a plan framed once (CopyData, XLogData header, payload), shared by the
     connections that stream the plan, cut around the sendTime field: ``heads[w]`` is frame
     w up to its sendTime, ``payloads[w]`` its payload; a run of frames with a fresh
@@ -271,10 +319,11 @@ class Frames:
         self.offsets.extend(ends)
         self.writes.extend(range(first + 1, first + 1 + len(lens)))
 
-    def next_notice(self, i: int) -> int:
-        """The first Notice at or after item *i* among those framed (else their count)."""
-        k = bisect.bisect_left(self.notices, i)
-        return self.notices[k] if k < len(self.notices) else len(self)
+    def span(self, start: int, stop: int, size: int) -> int:
+        """The first j in (start, stop] whose frames [start, j) take *size* bytes, else stop."""
+        offsets = self.offsets
+        j = bisect.bisect_left(offsets, offsets[start] + size, start + 1, stop + 1)
+        return max(min(start + 1, stop), min(j, stop))
 
     def run(self, start: int, stop: int, stamp: bytes) -> bytes:
         """The frames of items [start, stop) (no Notice among them), sendTime = *stamp*.
@@ -315,17 +364,21 @@ _SHORT = {int: "f'{{v{i}}}'.encode()", str: "v{i}.encode()"}
 InsertEncoders = tuple[Callable[[dict[str, Any]], bytes], Callable[[list[dict[str, Any]]], list[bytes]]]
 
 
-def _insert_encoders(oid: int, columns: tuple[Column, ...]) -> InsertEncoders:
+def _insert_encoders(oid: int, columns: tuple[Column, ...], *,
+                     native: Callable[..., list[bytes]] | None = SPEEDUPS and SPEEDUPS.encode_text_rows) -> InsertEncoders:
     """The payload of a top-level Insert of a row in text form: the same bytes as encoding
     ``Insert(None, oid, values)`` (the docs' "Logical Replication Message Formats": 'I',
     OID, 'N', TupleData), without building the message; made once per relation, for one
     row and for a run of rows (a plain transaction's inserts into one table).
 
-    A row without NULLs (most of a stream) is one ``bytes.join`` of the head, each value's
-    kind and length (looked up by length) and its text, from functions written out for
-    the relation's columns (as ``dataclasses`` writes its methods): a loop over the
-    columns costs three times as much per row, one ``struct`` call with a format per
-    combination of lengths a third more."""
+    With the C extension (*native*, its TupleData writer generated from the grammar) a run
+    of rows is one call, no Python step per row or value; ``payload`` below, the loop over
+    the columns, is its reference and encodes what it does not (a row that is no dict, a
+    text that is no str). Without it (pure Python), a row without NULLs (most of a stream)
+    is one ``bytes.join`` of the head, each value's kind and length (looked up by length)
+    and its text, from functions written out for the relation's columns (as
+    ``dataclasses`` writes its methods): a loop over the columns costs three times as much
+    per row, one ``struct`` call with a format per combination of lengths a third more."""
     head = _INSERT_HEAD.pack(b"I", oid, b"N", len(columns))
     spec = tuple((c.name, c.type.str_type, c.type.text) for c in columns)
     pack = _KIND_LEN.pack
@@ -350,6 +403,10 @@ def _insert_encoders(oid: int, columns: tuple[Column, ...]) -> InsertEncoders:
             append(raw)
         return b"".join(parts)
 
+    if native is not None:
+        names, str_types, texts = (tuple(c) for c in zip(*spec)) if spec else ((), (), ())
+        rows_c = partial(native, head, names, str_types, texts, payload)
+        return (lambda row: rows_c([row])[0]), rows_c
     if not columns or len(columns) > _UNROLL_COLUMNS:
         return payload, lambda rows: list(map(payload, rows))
     k = range(len(columns))
@@ -673,22 +730,22 @@ class _Renderer:
         plan = self.plan
         lsns, payloads, messages = plan.lsns, plan.payloads, plan.messages
         inserts = self._inserts
+        runs = txn.inserts if not txn.rollbacks else None
+        if runs is None:
+            runs = InsertRuns.of(changes)
+        ends, run_lsns, news = runs.ends, runs.lsns, runs.news
         i, count = 0, len(changes)
         while i < count:
             ev = changes[i]
-            table = ev.table
-            encode_run = inserts.get(table.oid) if ev.kind == "insert" and state["begun"] else None  # type: ignore[union-attr]
+            encode_run = inserts.get(ev.table.oid) if ev.kind == "insert" and state["begun"] else None  # type: ignore[union-attr]
             if encode_run is None:
                 self.change_messages(ev, None, None, begin)
                 i += 1
                 continue
             # The inserts into this table from here on, encoded in one call.
-            j = i + 1
-            while j < count and changes[j].table is table and changes[j].kind == "insert":
-                j += 1
-            run = changes[i:j]
-            payloads.extend(encode_run([e.new for e in run]))  # type: ignore[misc]
-            lsns.extend([e.lsn for e in run])
+            j = ends[i]
+            payloads.extend(encode_run(news[i:j]))  # type: ignore[arg-type]
+            lsns.extend(run_lsns[i:j])
             messages.extend(repeat(_LAZY, j - i))
             i = j
         if state["begun"]:

@@ -5,7 +5,6 @@ A mixin of :class:`~pgwire_spec.walsender.core.Connection`; it runs on its state
 
 from __future__ import annotations
 
-import bisect
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError
@@ -355,17 +354,14 @@ class _Streaming:
         st.index = i
 
     def _fast_frames(self, st: _Stream, limit: int, ts: int) -> None:
-        """Frames straight from the plan's shared byte string: one slice, sendTime patched in
-        place; stops before a Notice."""
+        """About CHUNK bytes of the plan's frames in one piece, with a fresh sendTime; stops
+        before a Notice."""
         fr = st.plan.frames()
         i = st.index
         stop = min(limit, fr.next_notice(i))
         if stop <= i:
             return
-        offsets = fr.offsets
-        # the first item whose end lies CHUNK bytes past the start
-        j = bisect.bisect_left(offsets, offsets[i] + CHUNK, i + 1, stop + 1)
-        j = max(i + 1, min(j, stop))
+        j = fr.span(i, stop, CHUNK)  # about CHUNK bytes of frames
         self.out.append(fr.run(i, j, frames.send_time(ts)))
         n = j - i
         st.sent += n

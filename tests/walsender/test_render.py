@@ -5,15 +5,19 @@ walsender.c's XLogData framing) hold."""
 from __future__ import annotations
 
 import itertools
+from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pgwire_spec import PgOutputDecoder
 from pgwire_spec.pgoutput import messages as m
+from pgwire_spec.pgoutput._codec import SPEEDUPS
 from pgwire_spec.walsender import Scenario, persona
-from pgwire_spec.walsender._history import compile_history
-from pgwire_spec.walsender._render import Notice, Write, render
+from pgwire_spec.walsender._history import InsertRuns, compile_history
+from pgwire_spec.walsender._render import Frames, NativeFrames, Notice, Write, render
 
 RICH: dict[str, Any] = {
     "server": {"version": "16.4", "logical_decoding_work_mem": 4096},
@@ -204,22 +208,27 @@ def test_missing_publication_error_before_18_warning_from_18() -> None:
             assert any(isinstance(it, Write) for it in plan.items[1:])
 
 
-def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone() -> None:
-    """The shared frames (heads and payloads joined around a sendTime) of a plan rendered a
-    few items at a time, a WARNING among them (18's missing publication), are each Write
-    framed alone, sent the first time or again; a Notice is no frame and a run stops
-    before it."""
+#: The frames' implementations: by the C extension when it is built, and in Python.
+FRAMES = ["python"] + (["c"] if SPEEDUPS is not None else [])
+
+
+@pytest.mark.parametrize("kind", FRAMES)
+def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone(kind: str) -> None:
+    """The shared frames of a plan rendered a few items at a time, a WARNING among them
+    (18's missing publication), are each Write framed alone, sent the first time or again;
+    a Notice is no frame and a run stops before it; a span reaches the size asked for."""
     from pgwire_spec.replication import frames
 
     sc = Scenario.from_dict({**RICH, "server": {"version": "18.0"}})
     options = persona(18).parse_options([("proto_version", "1"), ("publication_names", "pub,nope")])
     plan = render(compile_history(sc), persona(18), options, sc.server.start_lsn, lazy=True)
+    fr: Frames | NativeFrames = Frames() if kind == "python" else NativeFrames(plan)
     while not plan.done:
         plan.grow(len(plan.items) + 3)
-        fr = plan.frames()
+        fr.extend(plan)
     items = list(plan.items)
     assert any(isinstance(it, Notice) for it in items) and len(fr) == len(items)
-    i, pos = 0, 0
+    i = 0
     while i < len(items):
         stop = fr.next_notice(i)
         assert all(isinstance(it, Write) for it in items[i:stop])
@@ -227,14 +236,17 @@ def test_frames_cut_as_the_plan_grows_equal_each_write_framed_alone() -> None:
             for b in range(a + 1, min(stop, a + 4) + 1):
                 want = b"".join(frames.xlog_data(w.lsn, w.lsn, 7, w.payload) for w in items[a:b])  # type: ignore[union-attr]
                 assert fr.run(a, b, frames.send_time(7)) == want
-            assert fr.offsets[a] == pos
-            pos += len(frames.xlog_data(0, 0, 0, items[a].payload))  # type: ignore[union-attr]
+            sizes = list(itertools.accumulate(len(frames.xlog_data(0, 0, 0, w.payload)) for w in items[a:stop]))  # type: ignore[union-attr]
+            for size in (0, 1, sizes[0], sizes[0] + 1, sizes[-1], sizes[-1] + 1):
+                want_j = next((a + 1 + k for k, total in enumerate(sizes) if total >= size), stop)
+                assert fr.span(a, stop, size) == max(want_j, a + 1)
         if stop < len(items):
-            assert isinstance(items[stop], Notice) and fr.offsets[stop] == fr.offsets[stop + 1] == pos
-        # sent again (a warm stream): joined from the kept payload+head pieces, the same bytes
+            assert isinstance(items[stop], Notice)
+        # sent again (a warm stream): the same bytes
         want = b"".join(frames.xlog_data(w.lsn, w.lsn, 9, w.payload) for w in items[i:stop])  # type: ignore[union-attr]
         assert stop == i or fr.run(i, stop, frames.send_time(9)) == want
         i = stop + 1
+    assert type(plan.frames()) is (NativeFrames if SPEEDUPS is not None else Frames)
 
 
 # -- the Insert encoder of plain transactions (the bulk of a stream) ---------------------------
@@ -256,23 +268,29 @@ def _expected(oid: int, columns: tuple[Any, ...], row: dict[str, Any]) -> bytes:
     return encode(m.Insert(None, oid, tuple(c.type.text(row.get(c.name)) for c in columns)))
 
 
-@pytest.mark.parametrize("width", [1, 3, len(_ENCODER_TYPES), 70])  # 70: past the unrolled form
-def test_insert_encoder_equals_the_codec(width: int) -> None:
-    """The payload of a top-level text Insert, written out per relation, is the codec's
-    encoding of the same Insert, for every type's values, NULLs, non-ASCII and lone
-    surrogates, values given in another Python type (a numeric string for an int)."""
+#: The Insert encoders: the C extension's writer when built, and the pure-Python ones.
+NATIVE = [None] + ([SPEEDUPS.encode_text_rows] if SPEEDUPS is not None else [])
+
+
+@pytest.mark.parametrize("native", NATIVE, ids=["python", "c"][:len(NATIVE)])
+@pytest.mark.parametrize("width", [0, 1, 3, len(_ENCODER_TYPES), 70])  # 70: past the unrolled form
+def test_insert_encoder_equals_the_codec(width: int, native: Any) -> None:
+    """The payload of a top-level text Insert, written out per relation or by the C
+    extension, is the codec's encoding of the same Insert, for every type's values, NULLs,
+    non-ASCII and lone surrogates, values given in another Python type (a numeric string
+    for an int, a bool, an int past 64 bits)."""
     from pgwire_spec.walsender._render import _insert_encoders
 
     types = tuple(itertools.islice(itertools.cycle(_ENCODER_TYPES), width))
     columns = _columns(types)
     samples: dict[str, list[Any]] = {
-        "int2": [0, -32768, "17"], "int4": [2**31 - 1, " 5 "], "int8": [-(2**63), 10**18], "oid": [4294967295],
+        "int2": [0, -32768, "17"], "int4": [2**31 - 1, " 5 "], "int8": [-(2**63), 10**18, 2**63 - 1], "oid": [4294967295],
         "text": ["", "é ✓", "a\udcff", "y" * 5000], "varchar(10)": ["x"], "bpchar": ["ab"], "name": ["n"], "bool": [True, "off"],
         "numeric": [1, "2.50"], "float8": [1.5, 7], "date": ["2024-01-02"], "jsonb": [{"a": [1]}],
         "uuid": ["12345678-1234-5678-1234-567812345678"], "int4[]": [[1, None, 3]], "bytea": [b"\x00\xff"],
         "char": ["c"],
     }
-    encoder, encode_run = _insert_encoders(16400, columns)
+    encoder, encode_run = _insert_encoders(16400, columns, native=native)
     rows = []
     for r in range(6):
         row: dict[str, Any] = {}
@@ -286,16 +304,19 @@ def test_insert_encoder_equals_the_codec(width: int) -> None:
     # no NULL at all (the one-struct path) and a second row of the same lengths (its kept format)
     row = {c.name: samples[t][0] for c, t in zip(columns, types)}
     assert encoder(row) == encoder(dict(row)) == _expected(16400, columns, row)
+    # a mapping that is no dict is encoded by the reference loop
+    assert encode_run([MappingProxyType(row)]) == [_expected(16400, columns, row)]
     # a run of rows: each as alone, whichever path each one takes
     rows += [row, dict(row)]
     assert encode_run(rows) == [_expected(16400, columns, r) for r in rows]
 
 
-def test_insert_encoder_refuses_what_the_type_refuses() -> None:
+@pytest.mark.parametrize("native", NATIVE, ids=["python", "c"][:len(NATIVE)])
+def test_insert_encoder_refuses_what_the_type_refuses(native: Any) -> None:
     from pgwire_spec.walsender._render import _insert_encoders
     from pgwire_spec.walsender.types import TypeValueError
 
-    encoder, encode_run = _insert_encoders(16400, _columns(("int4", "text")))
+    encoder, encode_run = _insert_encoders(16400, _columns(("int4", "text")), native=native)
     for bad in (True, "one", 1.5):
         with pytest.raises(TypeValueError):
             encoder({'c "0"': bad, 'c "1"': "x"})
@@ -316,3 +337,50 @@ def test_an_enum_is_sent_in_binary_as_its_label() -> None:
         moods = [w.message.new_tuple[1] for w in writes if isinstance(w.message, m.Insert)
                  and w.message.relation_id == relid]
         assert moods == [want]
+
+
+def test_insert_runs_end_where_the_table_or_the_kind_changes() -> None:
+    """A run holds the inserts into one table in a row; any other change ends it and is a
+    run of its own; a transaction's runs are made once with the history (none when a
+    subtransaction was rolled back: its changes are filtered first)."""
+    from pgwire_spec.walsender._history import ChangeEvent
+
+    a, b = object(), object()
+    kinds = [("insert", a), ("insert", a), ("update", a), ("insert", a), ("insert", b), ("insert", b),
+             ("insert", a), ("delete", b), ("message", None)]
+    changes = [ChangeEvent(k, 100 + i, 7, t, new={"i": i}) for i, (k, t) in enumerate(kinds)]  # type: ignore[arg-type]
+    runs = InsertRuns.of(changes)
+    assert runs.ends == [2, 2, 3, 4, 6, 6, 7, 8, 9]
+    assert runs.lsns == [100 + i for i in range(9)] and runs.news == [{"i": i} for i in range(9)]
+    assert InsertRuns.of([]).ends == []
+    history = compile_history(Scenario.from_dict(RICH))
+    txns = [ev for ev in history.events if hasattr(ev, "rollbacks")]
+    assert any(t.rollbacks for t in txns) and any(not t.rollbacks for t in txns)
+    for t in txns:
+        assert (t.inserts is None) == t.rollbacks
+        assert t.inserts is None or t.inserts == InsertRuns.of(t.items)  # type: ignore[arg-type]
+
+
+_VALUES = st.one_of(st.none(), st.integers(), st.text(), st.booleans(), st.floats(allow_nan=False),
+                    st.binary(max_size=8))
+
+
+@pytest.mark.skipif(SPEEDUPS is None, reason="the C extension is not built: the pure-Python encoders only")
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "x"]), _VALUES), max_size=6))
+def test_c_insert_encoder_equals_the_python_loop(rows: list[dict[str, Any]]) -> None:
+    """The C extension's rows are the pure-Python encoder's, or both refuse the same value
+    with the same error: ints of any size, any text (surrogates too), bools, floats and
+    bytes in int8, text and numeric columns, NULLs and missing keys."""
+    from pgwire_spec.walsender._render import _insert_encoders
+
+    columns = tuple(c for c in _columns(("int8", "text", "numeric")))
+    columns = tuple(type(c)(n, c.type) for n, c in zip("abc", columns))
+    outcomes = []
+    for native in NATIVE:
+        _one, encode_run = _insert_encoders(16400, columns, native=native)
+        try:
+            outcomes.append(encode_run(list(rows)))
+        except Exception as exc:  # noqa: BLE001 - compared between the two encoders
+            outcomes.append(type(exc))
+    assert outcomes[0] == outcomes[1]
