@@ -34,8 +34,10 @@ def make_venv(directory: Path, wheel: Path, extras: tuple[str, ...] = ()) -> Pat
     venv.EnvBuilder(with_pip=True, clear=True).create(directory)
     python = directory / "bin" / "python"
     spec = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
+    # without PYTHONPATH: a checkout on it (with the egg-info a wheel build leaves) would
+    # pass for the package already installed, and pip would install nothing
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", spec], capture_output=True, text=True,
-                          cwd=directory)
+                          cwd=directory, env=outside_env(python))
     if proc.returncode != 0:
         raise RuntimeError(f"pip install {spec} failed:\n{proc.stderr[-3000:]}")
     return python
