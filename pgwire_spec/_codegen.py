@@ -966,9 +966,26 @@ def generate(name: str, layout: Struct, cls: type, nested: dict[int, type] | Non
     sources.append("\n".join(g.lines))
     ns.update(consts)
     source = "\n\n".join(sources)
-    exec(compile(source, f"<pgwire_spec codec {name}>", "exec"), ns)
-    return Codec(name, cls, ns["decode"], ns["explain"], ns["encode"], source, fields,
+    traced = next(text for text in sources if text.startswith("def explain("))
+    exec(compile("\n\n".join(text for text in sources if text is not traced), f"<pgwire_spec codec {name}>",
+                 "exec"), ns)
+    return Codec(name, cls, ns["decode"], _explain_on_first_use(name, traced, ns), ns["encode"], source, fields,
                  ns.get("decode_eager", ns["decode"]))
+
+
+def _explain_on_first_use(name: str, source: str, ns: dict[str, Any]) -> Callable[..., Any]:
+    """The tracing pass of a codec, compiled when first called: it runs only on bad input
+    (and to name a field), and compiling it was half of the generated code's compile time,
+    paid at every start for each of the ~60 layouts."""
+    compiled: list[Callable[..., Any]] = []
+
+    def explain(data: Any, in_stream: bool, abort_tail: bool, binary_ok: bool, tr: Any) -> Any:
+        if not compiled:
+            exec(compile(source, f"<pgwire_spec codec {name} (tracing)>", "exec"), ns)
+            compiled.append(ns["explain"])
+        return compiled[0](data, in_stream, abort_tail, binary_ok, tr)
+
+    return explain
 
 
 def decode_traced(

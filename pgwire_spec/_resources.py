@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from .errors import PgWireError
@@ -63,6 +62,13 @@ def _checkout_root() -> Path | None:
 
 
 def _package_dir(kind: str) -> Path | None:
+    here = Path(__file__).resolve().parent / "_data" / kind
+    if here.is_dir():  # installed as files, as pip installs a wheel: what importlib.resources finds
+        return here
+    # another loader (a zip): importlib.resources, imported only then (it brings tempfile
+    # and zipfile along, a tenth of a command's start)
+    from importlib import resources
+
     try:
         base = resources.files("pgwire_spec") / "_data" / kind
     except (ModuleNotFoundError, FileNotFoundError):  # pragma: no cover - a broken install
