@@ -106,7 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(chosen if chosen in COMMANDS else None)
     args = parser.parse_args(words)
-    if argv is None:  # the process's own command line: it owns the process's signals
+    # the process's own command line: it owns the process's signals (and a command may tune
+    # the process for its run: verify-fixtures' allocator settings)
+    args.own_process = argv is None
+    if args.own_process:
         _install_signal_handlers()
     try:
         return int(args._run(args) or 0)

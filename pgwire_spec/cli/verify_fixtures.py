@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
             say=(lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True)),
         )
     else:
+        if getattr(args, "own_process", False):
+            _reuse_freed_memory()
         report = verify_paths(args.paths, sequence=not args.no_sequence)
     if args.json:
         print(json.dumps({
@@ -86,6 +89,28 @@ def run(args: argparse.Namespace) -> int:
     bad = len({m.case_id for m in report.mismatches})
     print(f"{summary}: {len(report.mismatches)} mismatch(es) in {bad} case(s)")
     return 1
+
+
+def _reuse_freed_memory() -> None:
+    """With glibc: blocks of any size below 1 GiB taken from the heap, and what is freed kept
+    there for the next file (mallopt(3): M_MMAP_THRESHOLD, M_TRIM_THRESHOLD; what the
+    MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ variables set). By default each file's
+    tens of MB (its text, its hex, its bytes) are mapped afresh and unmapped after it, every
+    page faulted in again: ~24k of a run's ~58k page faults, half its system time. The
+    command owns this process, which ends after the run; elsewhere nothing changes."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return
+    except (ValueError, OSError, AttributeError):  # not glibc, or no confstr
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD (malloc.h); refused (0) where it is above the heap's limit
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
 
 
 def _drift(args: argparse.Namespace) -> int:

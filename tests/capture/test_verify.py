@@ -302,3 +302,27 @@ def test_expected_text_is_compared_by_value_and_must_be_an_object(tmp_path: Path
     doc["groups"][0]["cases"][-1]["expected"] = 7
     with pytest.raises(FixtureError, match=r"cases\[\d+\]\.expected: expected dict, found int"):
         verify_paths([_write(tmp_path, doc)])
+
+
+def test_the_command_as_its_own_process_reports_as_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              run_cli: Callable[..., int]) -> None:
+    # From the shell the command owns its process and tunes it for the run (the allocator):
+    # the same report as main() called in a process it does not own, a planted mismatch included
+    import os
+    import subprocess
+    import sys
+
+    doc = _doc()
+    doc["groups"] = doc["groups"][:3]
+    _find(doc, doc["groups"][1]["name"], "I")["expected"]["new_tuple"][1]["text"] = "planted"
+    path = _write(tmp_path, doc)
+    sessions = FIXTURES / "sessions" / "pg16-session-p4-parallel-messages.json.gz"
+    assert run_cli("verify-fixtures", "--json", str(path), str(sessions)) == 1
+    inside = json.loads(capsys.readouterr().out)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "pgwire_spec", "verify-fixtures", "--json", str(path), str(sessions)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    outside = json.loads(proc.stdout)
+    del inside["seconds"], outside["seconds"]
+    assert outside == inside and [m["field"] for m in inside["mismatches"]] == ["Insert.new_tuple[1].text"]
