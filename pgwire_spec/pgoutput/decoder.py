@@ -427,7 +427,10 @@ class PgOutputDecoder:
             context=self._context(),
         )
         if self.strict:
-            raise err
+            try:
+                raise err
+            finally:  # the traceback holds this frame: no cycle through the local
+                del err
         self.warnings.append(err)
 
     def _check_negotiated(
