@@ -191,6 +191,10 @@ class FunctionAdapter(Adapter):
         declared = profile if profile is not None else getattr(decode_case, "profile", None)
         self.profile = profile_of(declared, f"the profile of {name}")
         self._old_alarm: tuple[Any] | None = None
+        self._alarm = timeout > 0 and hasattr(signal, "setitimer")
+
+    #: cases handed over at once (each still runs alone, under its own timeout)
+    batch = 256
 
     def close(self) -> None:
         if self._old_alarm is not None and _main_thread():
@@ -202,7 +206,7 @@ class FunctionAdapter(Adapter):
 
     def run_case(self, case_id: str, context: Mapping[str, Any], payloads: Sequence[bytes]) -> CaseResult:
         t0 = time.perf_counter()
-        use_alarm = self.timeout > 0 and hasattr(signal, "setitimer") and _main_thread()
+        use_alarm = self._alarm and _main_thread()
         if use_alarm:
             if self._old_alarm is None:  # installed once, restored by close()
                 self._old_alarm = (signal.signal(signal.SIGALRM, _raise_alarm),)
@@ -213,7 +217,8 @@ class FunctionAdapter(Adapter):
             finally:
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-            return CaseResult(_check_results(list(answer)), seconds=time.perf_counter() - t0)
+            return CaseResult(_check_results(answer if type(answer) is tuple else list(answer)),
+                              seconds=time.perf_counter() - t0)
         except Skip as exc:
             return CaseResult(skip=exc.reason, seconds=time.perf_counter() - t0)
         except _Alarm:

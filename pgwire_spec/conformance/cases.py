@@ -23,6 +23,7 @@ Sources, each giving cases stable ids:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
@@ -33,13 +34,11 @@ from .._resources import spec_dir
 from ..corpus._fields import field_map
 from ..corpus.seeds import SeedStream, builtin_streams
 from ..errors import DecodeError
-from ..jsonform import to_json
 from ..pgoutput import _catalogue as _pg_catalogue
 from ..pgoutput import messages as m
 from ..pgoutput._codec import FAMILY
 from ..pgoutput._codec import encode as _pg_encode
-from .adapters.reference import decode_case as reference_results
-from .adapters.reference import decoder_for as _reference_decoder
+from .adapters.reference import decode_case_kept as reference_results
 from .profile import Needs
 
 __all__ = [
@@ -123,7 +122,8 @@ class Case:
             i = self.error.index
             kind = kind_of(self.payloads[i]) if i < len(self.payloads) else "end of stream"
             return (Check(i, kind),)
-        return tuple(Check(i, kind_of(self.payloads[i])) for i in self.checked)
+        payloads = self.payloads
+        return tuple([_check(i, kind_of(payloads[i])) for i in self.checked])
 
     @property
     def needs(self) -> Needs:
@@ -141,13 +141,10 @@ class Case:
         streaming = str(ctx.get("streaming", "off"))
         two_phase = bool(ctx.get("two_phase", False))
         messages = bool(ctx.get("messages", False))
-        origin = False
-        for payload in self.payloads:
-            if not payload:
-                continue
-            tag = chr(payload[0])
-            origin = origin or tag == _ORIGIN_TAG
-            for option in _NEEDS.get(tag, (0, ()))[1]:
+        tags = {p[0] for p in self.payloads if p}
+        origin = _ORIGIN_BYTE in tags
+        for tag in tags:
+            for option in _OPTIONS_OF.get(tag, ()):
                 if option == "streaming" and streaming == "off":
                     streaming = "on"
                 elif option == "two_phase":
@@ -157,8 +154,12 @@ class Case:
         binary = bool(ctx.get("binary", False)) or _has_binary_value(self.expected)
         stream_level = self.error is not None and (
             self.error.index >= len(self.payloads) or layer_of_rule(self.error.rule) != "bytes")
-        return Needs(self.protocol_version, streaming, two_phase, binary, messages, origin,
-                     "stream" if stream_level else "message")
+        key = (self.protocol_version, streaming, two_phase, binary, messages, origin,
+               "stream" if stream_level else "message")
+        needs = _NEEDS_MADE.get(key)
+        if needs is None:  # a few hundred at most: one object each, shared by their cases
+            needs = _NEEDS_MADE[key] = Needs(*key)
+        return needs
 
     def request(self) -> dict[str, Any]:
         """The case as the adapter contract sends it (spec/adapter-contract.md)."""
@@ -173,7 +174,10 @@ class Case:
 _NEEDS = _pg_catalogue.NEEDS
 #: The Origin message is sent whatever the options (pgoutput.c, pgoutput_begin_txn): a
 #: decoder claims it as a capability of its own.
-_ORIGIN_TAG = _pg_catalogue.ENTRIES["Origin"].tag
+_ORIGIN_BYTE = ord(_pg_catalogue.ENTRIES["Origin"].tag)
+_NEEDS_MADE: dict[tuple[Any, ...], Needs] = {}
+#: tag byte -> the options its message needs (from _NEEDS)
+_OPTIONS_OF = {ord(tag): options for tag, (_, options) in _NEEDS.items() if options}
 
 
 def _has_binary_value(expected: Iterable[Mapping[str, Any]]) -> bool:
@@ -195,8 +199,17 @@ def kind_of(payload: bytes) -> str:
     """The message class name of a payload by its tag (``Insert``), or ``unknown tag``."""
     if not payload:
         return "empty payload"
-    codec = FAMILY.by_tag.get(payload[0])
-    return codec.name if codec is not None else "unknown tag"
+    return _KINDS.get(payload[0], "unknown tag")
+
+
+#: tag byte -> message class name
+_KINDS = {tag: codec.name for tag, codec in FAMILY.by_tag.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _check(index: int, kind: str) -> Check:
+    """One :class:`Check`, shared by the cases judging the same cell (they are frozen)."""
+    return Check(index, kind)
 
 
 def section_of(kind: str) -> str:
@@ -361,8 +374,7 @@ _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
 class _StreamView:
     """One stream read once for the cases made of it: its tags, which payloads sit inside a
-    streamed block, each payload decoded (on demand), the latest Relation of each OID, and
-    the JSON of each payload (the surroundings of a stream's messages share most of it)."""
+    streamed block, each payload decoded (on demand) and the latest Relation of each OID."""
 
     def __init__(self, stream: SeedStream) -> None:
         self.stream = stream
@@ -371,10 +383,31 @@ class _StreamView:
         self.in_stream = _stream_flags(stream)
         self.parallel = stream.options.get("streaming") == "parallel"
         self._msgs: dict[int, m.PgOutputMessage | None] = {}
-        #: JSON forms by part (see :meth:`parts`)
-        self.json: dict[tuple[Any, ...], Mapping[str, Any]] = {}
         self._rels: dict[tuple[int, int | None], bytes] = {}
         self._prelude: dict[tuple[Any, ...], bytes] = {}
+        #: the nearest block opener or closer before each payload (-1: none)
+        self._mark_before: list[int] = []
+        last = -1
+        for j, t in enumerate(self.tags):
+            self._mark_before.append(last)
+            if t in _OPENERS or t in _CLOSERS:
+                last = j
+        self._closers: dict[int, int | None] = {}
+
+    def _closer(self, opener: int) -> int | None:
+        """The closer of the block *opener* opens (None: the stream or the block ends first)."""
+        if opener not in self._closers:
+            tags = self.tags
+            want = _OPENERS[tags[opener]]
+            found = None
+            for j in range(opener + 1, len(tags)):
+                if tags[j] == want:
+                    found = j
+                    break
+                if tags[j] in _OPENERS:
+                    break
+            self._closers[opener] = found
+        return self._closers[opener]
 
     def message(self, index: int) -> m.PgOutputMessage | None:
         if index not in self._msgs:
@@ -418,31 +451,14 @@ class _StreamView:
         opener = closer = None
         if tag in _OPENERS:
             opener = index
-        elif tag in _CLOSERS:
-            closer = index
-        if opener is None:
-            for j in range(index - 1, -1, -1):
-                if tags[j] in _CLOSERS:
-                    break
-                if tags[j] in _OPENERS:
-                    opener = j
-                    break
+        else:
+            if tag in _CLOSERS:
+                closer = index
+            j = self._mark_before[index]
+            if j >= 0 and tags[j] in _OPENERS:
+                opener = j
         if opener is not None and closer is None:
-            want = _OPENERS[tags[opener]]
-            for j in range(max(index, opener) + 1, len(payloads)):
-                if tags[j] == want:
-                    closer = j
-                    break
-                if tags[j] in _OPENERS:
-                    break
-        if closer is not None and opener is None:
-            want = _CLOSERS[tags[closer]]
-            for j in range(closer - 1, -1, -1):
-                if tags[j] == want:
-                    opener = j
-                    break
-                if tags[j] in _CLOSERS:
-                    break
+            closer = self._closer(opener)
         msg = self.message(index) if tag in "IUDTcAp" else None
         # Relations the target refers to, placed inside its block
         stream_xid = None
@@ -494,14 +510,6 @@ def _encode(message: m.PgOutputMessage) -> bytes:
     return _pg_encode(message)
 
 
-def _surround(stream: SeedStream, index: int, flags: Sequence[bool] | None = None) -> tuple[list[bytes], int]:
-    """The smallest valid stream around payload *index* of *stream* (see
-    :meth:`_StreamView.parts`): its payloads and the target's position in them."""
-    view = _StreamView(stream)
-    parts, at = view.parts(index)
-    return [view.payload(p) for p in parts], at
-
-
 def _stream_flags(stream: SeedStream) -> list[bool]:
     """For each payload: whether it sits between Stream Start and Stream Stop."""
     out = []
@@ -515,23 +523,11 @@ def _stream_flags(stream: SeedStream) -> list[bool]:
     return out
 
 
-def _accepted(ctx: Mapping[str, Any], payloads: Sequence[bytes]) -> list[m.PgOutputMessage] | None:
-    """The messages the reference decodes from a whole stream (ending between
-    transactions), or ``None`` if it rejects any of it."""
-    decoder = _reference_decoder(ctx)
-    try:
-        out = [decoder.decode(p) for p in payloads]
-        decoder.finish()
-    except DecodeError:
-        return None
-    return out
-
-
 def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterator[Case]:
     """One case per payload of *stream*, each in its smallest valid surrounding.
 
-    The expected JSON is the reference's (each part's JSON computed once per stream),
-    except the target's when the stream records it (a golden fixture's expected JSON,
+    The expected JSON is the reference's (each distinct surrounding decoded once per
+    run: :func:`.adapters.reference.decode_case_kept`), except the target's when the stream records it (a golden fixture's expected JSON,
     which wins: a reference that disagrees fails the case)."""
     ctx = context_of(stream.options)
     view = _StreamView(stream)
@@ -546,20 +542,17 @@ def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterat
         kind = kind_of(payload)
         name = f"fixture/{stream.ids[i]}" if stream.ids else f"{prefix}/{i:05d}"
         want = stream.expected[i] if stream.expected is not None else None
-        payloads = [view.payload(p) for p in parts]
-        msgs = _accepted(ctx, payloads)
-        if msgs is not None:
-            expected = []
-            for part, msg in zip(parts, msgs):
-                obj = view.json.get(part)
-                if obj is None:
-                    obj = view.json[part] = to_json(msg)
-                expected.append(obj)
+        payloads = tuple([view.payload(p) for p in parts])
+        answer = reference_results(ctx, payloads)
+        # accepted: one message per payload (a rejection ends the answer; a stream ending
+        # inside a transaction adds one)
+        if len(answer) == len(payloads) and "message" in answer[-1]:
+            expected = [r["message"] for r in answer]
             if want is not None:
                 expected[at] = dict(want)
             yield Case(
                 id=name, description=f"{kind} #{i} of {stream.name} ({label})", section=section_of(kind),
-                level="MUST", context=ctx, payloads=tuple(payloads), expected=tuple(expected), checked=(at,),
+                level="MUST", context=ctx, payloads=payloads, expected=tuple(expected), checked=(at,),
                 flags=stream.flags[i] if stream.flags else (), source=source,
             )
             continue

@@ -144,7 +144,7 @@ def judge(case: Case, answer: CaseResult, *, strict: bool = False, claimed: bool
         return Verdict(case, "failed", f"adapter crashed: {answer.crash}", index=None,
                        expected=_expected_at(case, cells[0].index if cells else 0), actual=answer.crash,
                        checks=tuple((c.kind, pv, False) for c in cells), seconds=answer.seconds)
-    results = list(answer.results)
+    results = answer.results
     err_at = next((i for i, r in enumerate(results) if "error" in r), None)
 
     def fail(reason: str, index: int | None, expected: Any, actual: Any) -> Verdict:
@@ -256,9 +256,12 @@ def run_cases(
         pending.clear()
 
     size = max(1, adapter.batch)
+    missing_of: dict[Needs, tuple[str, ...]] = {}  # a few hundred distinct needs
     for n, case in enumerate(todo):
         needs = case.needs
-        missing = claim.missing(needs)
+        missing = missing_of.get(needs)
+        if missing is None:
+            missing = missing_of[needs] = claim.missing(needs)
         if missing and not run_all:
             settle(n, Verdict(case, "not claimed", f"not claimed: needs {', '.join(missing)}",
                               claimed=False, needs=needs))

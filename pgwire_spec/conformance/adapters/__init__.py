@@ -35,9 +35,10 @@ __all__ = ["DECODERS", "CLIENTS", "open_decoder", "open_command", "open_client"]
 
 
 def _reference(timeout: float) -> Adapter:
-    from .reference import PROFILE, VERSION, decode_case
+    # the reference alone is memoised (decode_case_kept says why); a decoder under test never
+    from .reference import PROFILE, VERSION, decode_case_kept
 
-    return FunctionAdapter(decode_case, name="reference", version=VERSION, timeout=timeout, profile=PROFILE)
+    return FunctionAdapter(decode_case_kept, name="reference", version=VERSION, timeout=timeout, profile=PROFILE)
 
 
 def _pypgoutput(timeout: float) -> Adapter:

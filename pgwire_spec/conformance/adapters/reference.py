@@ -16,7 +16,7 @@ from ...errors import DecodeError
 from ...jsonform import to_json
 from ...pgoutput.decoder import PgOutputDecoder
 
-__all__ = ["decode_case", "decoder_for", "VERSION", "OPTIONS", "PROFILE"]
+__all__ = ["decode_case", "decode_case_kept", "decoder_for", "VERSION", "OPTIONS", "PROFILE"]
 
 #: Everything: every protocol version and option, and the sequence rules (stream level).
 PROFILE = {"protocol_versions": [1, 2, 3, 4], "streaming": "parallel", "two_phase": True, "binary": True,
@@ -61,6 +61,38 @@ def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[d
     except DecodeError as err:
         out.append({"error": {"message": str(err), "rule": err.rule}})
     return out
+
+
+#: The answers of :func:`decode_case_kept` by (context options, payloads); emptied when full.
+_KEPT: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] = {}
+#: At most this many answers kept (a corpus holds ~40k distinct (context, payloads) cases).
+KEPT_MAX = 1 << 17
+#: The types of a context's options as :func:`..cases.context_of` makes them.
+_CANONICAL = (int, str, bool, bool, bool)
+
+
+def decode_case_kept(context: Mapping[str, Any], payloads: Sequence[bytes]) -> tuple[dict[str, Any], ...]:
+    """:func:`decode_case`, each distinct (context options, payloads) decoded once.
+
+    Only because this decoder is a pure function of the decoding context's options and the
+    payloads: each case starts from a new decoder's state (:func:`decoder_for`), and an
+    answer holds nothing but the messages' JSON forms and the rejection's text and rule.
+    The conformance corpus holds each such case ~2.5 times (103k fixture cases, 40k
+    distinct), and the suite's builder and the ``reference`` adapter ask for the same
+    answers. The answer is shared: callers must not change it. A decoder under test is
+    never memoised (every adapter but this one sees every case, in order)."""
+    get = context.get
+    options = (get("protocol_version"), get("streaming"), get("two_phase"), get("binary"), get("messages"))
+    if tuple(map(type, options)) != _CANONICAL:  # 1 == True: only the canonical types are keys
+        return tuple(decode_case(context, payloads))
+    key = (*options, *payloads)
+    answer = _KEPT.get(key)
+    if answer is None:
+        answer = tuple(decode_case(context, payloads))
+        if len(_KEPT) >= KEPT_MAX:
+            _KEPT.clear()
+        _KEPT[key] = answer
+    return answer
 
 
 if __name__ == "__main__":
