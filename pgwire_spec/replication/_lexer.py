@@ -46,7 +46,10 @@ _QIDENT_PLAIN = r'"[^"\x00]*+"'
 #: walks a long text many times slower than str.find)
 _FAST_STRING = 1024
 
-_PLAIN_IDENT_RE = re.compile(r"[a-z_\u0080-\U0010FFFF][a-z_0-9$\u0080-\U0010FFFF]*")
+#: [a-z_\u0080-\U0010FFFF][a-z_0-9$\u0080-\U0010FFFF]*, written as the classes' complements
+#: below 0x80: the same characters, compiled in 0.2 ms instead of 7 (re's charset
+#: optimisation walks a range up to U+10FFFF at every start of every command)
+_PLAIN_IDENT_RE = re.compile(r"[^\x00-\x5e\x60\x7b-\x7f][^\x00-\x23\x25-\x2f\x3a-\x5e\x60\x7b-\x7f]*")
 _FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _UNFOLD = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 

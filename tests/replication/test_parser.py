@@ -187,3 +187,20 @@ def test_a_command_costs_linear_time_in_its_length(make: Callable[[int], str]) -
     # bound leaves room for a loaded machine's caches (32 was seen once at load 11).
     ratio = large / max(small, 1e-4)
     assert ratio < 45, f"{make.__name__}: 10 MB took {ratio:.1f} times what 1 MB took"
+
+
+def test_the_plain_identifier_pattern_is_the_documented_classes() -> None:
+    # _PLAIN_IDENT_RE is written as complements below 0x80 (fast to compile): it matches
+    # what [a-z_\u0080-\U0010FFFF][a-z_0-9$\u0080-\U0010FFFF]* matches (below U+3000 and at the ranges' ends)
+    from pgwire_spec.replication._lexer import _PLAIN_IDENT_RE
+
+    def first(c: str) -> bool:
+        return c == "_" or "a" <= c <= "z" or c >= "\x80"
+
+    def rest(c: str) -> bool:
+        return first(c) or c == "$" or "0" <= c <= "9"
+
+    for cp in [*range(0x3000), 0xD800, 0xDFFF, 0xFFFF, 0x10000, 0x10FFFF]:
+        c = chr(cp)
+        assert bool(_PLAIN_IDENT_RE.fullmatch(c)) == first(c), hex(cp)
+        assert bool(_PLAIN_IDENT_RE.fullmatch("a" + c)) == rest(c), hex(cp)
