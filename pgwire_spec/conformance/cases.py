@@ -376,8 +376,10 @@ class _StreamView:
     """One stream read once for the cases made of it: its tags, which payloads sit inside a
     streamed block, each payload decoded (on demand) and the latest Relation of each OID."""
 
-    def __init__(self, stream: SeedStream) -> None:
+    def __init__(self, stream: SeedStream,
+                 decoded: dict[tuple[bytes, bool, bool], m.PgOutputMessage | None] | None = None) -> None:
         self.stream = stream
+        self._decoded = {} if decoded is None else decoded
         self.payloads = stream.payloads
         self.tags = [chr(p[0]) if p else "" for p in stream.payloads]
         self.in_stream = _stream_flags(stream)
@@ -410,12 +412,20 @@ class _StreamView:
         return self._closers[opener]
 
     def message(self, index: int) -> m.PgOutputMessage | None:
-        if index not in self._msgs:
-            try:
-                self._msgs[index] = FAMILY.decode(self.payloads[index], self.in_stream[index], self.parallel)
-            except DecodeError:
-                self._msgs[index] = None
-        return self._msgs[index]
+        msgs = self._msgs
+        if index not in msgs:
+            # a payload's message is a function of its bytes and the two flags alone: decoded
+            # once per set of views sharing `decoded` (the option sets record the same ones)
+            key = (self.payloads[index], self.in_stream[index], self.parallel)
+            if key in self._decoded:
+                msgs[index] = self._decoded[key]
+            else:
+                try:
+                    msg: m.PgOutputMessage | None = FAMILY.decode(*key)
+                except DecodeError:
+                    msg = None
+                msgs[index] = self._decoded[key] = msg
+        return msgs[index]
 
     def relation(self, index: int, xid: int | None) -> bytes:
         """Relation *index* re-encoded for the block it lands in (with or without xid)."""
@@ -523,14 +533,19 @@ def _stream_flags(stream: SeedStream) -> list[bool]:
     return out
 
 
-def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterator[Case]:
+def stream_message_cases(
+    stream: SeedStream, prefix: str, source: str,
+    decoded: dict[tuple[bytes, bool, bool], m.PgOutputMessage | None] | None = None,
+) -> Iterator[Case]:
     """One case per payload of *stream*, each in its smallest valid surrounding.
 
-    The expected JSON is the reference's (each distinct surrounding decoded once per
-    run: :func:`.adapters.reference.decode_case_kept`), except the target's when the stream records it (a golden fixture's expected JSON,
-    which wins: a reference that disagrees fails the case)."""
+    The expected JSON is the reference's (each distinct surrounding decoded once per run:
+    :func:`.adapters.reference.decode_case_kept`), except the target's when the stream
+    records it (a golden fixture's expected JSON, which wins: a reference that disagrees
+    fails the case). *decoded*: payloads decoded by other streams' views (see
+    :meth:`_StreamView.message`)."""
     ctx = context_of(stream.options)
-    view = _StreamView(stream)
+    view = _StreamView(stream, decoded)
     latest: dict[int, int] = {}
     label = context_label(ctx)
     for i, payload in enumerate(stream.payloads):
@@ -569,8 +584,9 @@ def stream_message_cases(stream: SeedStream, prefix: str, source: str) -> Iterat
 def fixture_cases(root: Path | str | None = None) -> list[Case]:
     """One case per golden fixture message (none if no fixtures are installed)."""
     out: list[Case] = []
+    decoded: dict[tuple[bytes, bool, bool], m.PgOutputMessage | None] = {}
     for s in fixture_streams(root):
-        out.extend(stream_message_cases(s, f"fixture/{s.name}", "fixture"))
+        out.extend(stream_message_cases(s, f"fixture/{s.name}", "fixture", decoded))
     return out
 
 

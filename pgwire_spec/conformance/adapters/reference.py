@@ -67,8 +67,6 @@ def decode_case(context: Mapping[str, Any], payloads: Sequence[bytes]) -> list[d
 _KEPT: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] = {}
 #: At most this many answers kept (a corpus holds ~40k distinct (context, payloads) cases).
 KEPT_MAX = 1 << 17
-#: The types of a context's options as :func:`..cases.context_of` makes them.
-_CANONICAL = (int, str, bool, bool, bool)
 
 
 def decode_case_kept(context: Mapping[str, Any], payloads: Sequence[bytes]) -> tuple[dict[str, Any], ...]:
@@ -82,10 +80,13 @@ def decode_case_kept(context: Mapping[str, Any], payloads: Sequence[bytes]) -> t
     answers. The answer is shared: callers must not change it. A decoder under test is
     never memoised (every adapter but this one sees every case, in order)."""
     get = context.get
-    options = (get("protocol_version"), get("streaming"), get("two_phase"), get("binary"), get("messages"))
-    if tuple(map(type, options)) != _CANONICAL:  # 1 == True: only the canonical types are keys
+    version, streaming, two_phase, binary, messages = key = (
+        get("protocol_version"), get("streaming"), get("two_phase"), get("binary"), get("messages"))
+    # 1 == True: only options of the types context_of gives them make a key
+    if not (type(version) is int and type(streaming) is str and type(two_phase) is bool
+            and type(binary) is bool and type(messages) is bool):
         return tuple(decode_case(context, payloads))
-    key = (*options, *payloads)
+    key += tuple(payloads)
     answer = _KEPT.get(key)
     if answer is None:
         answer = tuple(decode_case(context, payloads))
