@@ -1,7 +1,10 @@
 """The reference decoder behind the adapter contract: the control of every run.
 
-In process through :func:`decode_case`; out of process with
-``python -m pgwire_spec.conformance.adapters.reference`` (the contract's own test).
+In process through :func:`decode_case`, or :func:`decode_case_kept` (what ``conform
+--decoder reference`` and the suite's builder use: each distinct case decoded once, which
+only this decoder may be); out of process with
+``python -m pgwire_spec.conformance.adapters.reference`` (the contract's own test: every
+case decoded).
 """
 
 from __future__ import annotations
