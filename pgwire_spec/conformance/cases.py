@@ -852,10 +852,11 @@ def collect_cases(
 def _drawn_key(kind: str, per_context: int, seed: int) -> str:
     import hashlib
     import sys
+    from importlib.metadata import version
 
-    import hypothesis
-
-    h = hashlib.sha256(f"{kind}/{per_context}/{seed}/{hypothesis.__version__}/{sys.version_info[:2]}".encode())
+    # hypothesis's version from its installed metadata: importing it (~0.2 s) is left to a
+    # run that draws
+    h = hashlib.sha256(f"{kind}/{per_context}/{seed}/{version('hypothesis')}/{sys.version_info[:2]}".encode())
     package = Path(__file__).resolve().parents[1]
     for path in sorted(package.rglob("*.py")):
         h.update(path.relative_to(package).as_posix().encode())
