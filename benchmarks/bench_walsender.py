@@ -13,7 +13,8 @@ stream, CopyDone both ways).
 - **real**: PostgreSQL 15 (Debian's postgresql-15, via ``pgwire_spec.servers``, trust auth):
   for each run a new slot is created, the rows are inserted (not timed), then streamed.
 - **fake**: a :class:`~pgwire_spec.walsender.FakeWalsender` serving the same rows as a
-  scenario (trust auth, persona 15), running in its own process (``pgwire-spec serve``);
+  scenario (trust auth, persona 15), running in its own process and session, as the real
+  server's processes do (``pgwire-spec serve``);
   the slot's position is reset between runs with a fresh slot (the scenario's ``server.history:
   per_slot``, so each new slot receives the rows again). Later runs stream the plan
   it keeps from the first (warm). Before the runs, a raw client measures the time from
@@ -102,8 +103,11 @@ def real_run(c: Any, host: str, port: int, binary: str, slot: str, n_tx: int, ro
 
 
 def start_fake(scenario: Path) -> subprocess.Popen[str]:
+    # In a session of its own, as the real server runs: where the kernel groups a session's
+    # processes for CPU (autogroup), a serve left in the benchmark's session would share one
+    # share with pg_recvlogical and whatever else runs there.
     return subprocess.Popen([sys.executable, "-m", "pgwire_spec", "serve", str(scenario), "--quiet"],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def fake_port_of(serve: subprocess.Popen[str]) -> int:
