@@ -362,6 +362,8 @@ class _Parser:
             if unit is None:
                 break
             qname, name, qvalue, ivalue, svalue, uvalue, sep = unit.groups()
+            if ivalue is not None and ivalue in keywords:
+                break  # a keyword is no value: the parser says so (before the name's truncation is noted)
             if name is not None:
                 if name in keywords and name not in g.option_keywords:  # the parser says why
                     break
@@ -379,8 +381,6 @@ class _Parser:
                 name = self.truncate(name)
             value: OptionValue
             if ivalue is not None:
-                if ivalue in keywords:  # a keyword is no value: the parser says so
-                    break
                 word = self.truncate(ivalue.translate(_FOLD))
                 value = _BOOLEAN_WORDS.get(word, word)
             elif qvalue is not None:

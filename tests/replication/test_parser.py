@@ -77,6 +77,7 @@ HEADS = [
 @example("BASE_BACKUP ", "(LABEL 'x', WAIT false, MAX_RATE 32, x WAIT, y 1)", 18, None)
 @example("BASE_BACKUP ", "(a 4294967296, b)", 18, None)
 @example("BASE_BACKUP ", '(A, b "a""b", READ_REPLICATION_SLOT, c)', 18, 0)
+@example("CREATE_REPLICATION_SLOT s LOGICAL pgoutput ", "(" + "x" * 70 + " WAIT)),a,a,a)", 18, None)
 def test_runs_read_what_the_token_parser_reads(head: str, options: str, major: int, minor: int | None) -> None:
     text = head + options
     fast = _outcome(text, major, minor)
