@@ -33,12 +33,16 @@ OPTIONS = ("protocol_version", "streaming", "two_phase", "binary", "messages")
 _DECODERS: dict[tuple[Any, ...], PgOutputDecoder] = {}
 
 
+def _options_of(context: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The context's decoder options (:data:`OPTIONS`), None where absent: what a decoder's
+    behaviour depends on."""
+    return tuple(map(context.get, OPTIONS))
+
+
 def decoder_for(context: Mapping[str, Any]) -> PgOutputDecoder:
     """A strict decoder for *context* with a new decoder's state: one per context and thread,
     reset for each case (building its tables is most of the cost of a short case)."""
-    get = context.get
-    key = (threading.get_ident(), get("protocol_version"), get("streaming"), get("two_phase"), get("binary"),
-           get("messages"))
+    key = (threading.get_ident(), *_options_of(context))
     decoder = _DECODERS.get(key)
     if decoder is None:
         decoder = PgOutputDecoder(strict=True, **{k: context[k] for k in OPTIONS if k in context})
@@ -103,9 +107,8 @@ def decode_case_kept(context: Mapping[str, Any], payloads: Sequence[bytes]) -> t
     JSON form of a message it decoded before in the same place is reused (:func:`_decode`).
     The answer is shared: callers must not change it. A decoder under test is never
     memoised (every adapter but this one sees every case, in order)."""
-    get = context.get
-    version, streaming, two_phase, binary, messages = key = (
-        get("protocol_version"), get("streaming"), get("two_phase"), get("binary"), get("messages"))
+    # unpacked by name: an option added to OPTIONS makes this fail, not key answers without it
+    version, streaming, two_phase, binary, messages = key = _options_of(context)
     # 1 == True: only options of the types context_of gives them make a key
     if not (type(version) is int and type(streaming) is str and type(two_phase) is bool
             and type(binary) is bool and type(messages) is bool):
@@ -116,7 +119,7 @@ def decode_case_kept(context: Mapping[str, Any], payloads: Sequence[bytes]) -> t
         if len(_KEPT) >= KEPT_MAX:
             _KEPT.clear()
             _FORMS.clear()
-        forms = _FORMS.setdefault(key[:5], {})
+        forms = _FORMS.setdefault(key[:len(OPTIONS)], {})
         answer = _KEPT[key] = tuple(_decode(decoder_for(context), payloads, forms))
     return answer
 
